@@ -1,0 +1,289 @@
+"""pgsift.Client: a thin layer over the SQL functions.
+
+Every ranking decision happens in SQL (sift.search / sift.explain); the client
+adapts arguments, writes documents with COPY, and turns database errors into
+typed ones. It takes what the application already has: a psycopg connection
+or pool, sync or async. Sync methods need a sync source, `a*` methods an
+async one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import psycopg
+from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
+
+from . import migrate as _migrate
+from . import queries
+from .errors import InvalidArgument, translate
+from .models import Candidate, Collection, Document, Hit, SearchResult, vector_text
+
+try:  # optional extra
+    import psycopg_pool
+except ImportError:  # pragma: no cover - exercised only without the pool extra
+    psycopg_pool = None
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into L2-normalised vectors (see pgsift.embed)."""
+
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+_KNOBS = ("hybrid", "dense_weight", "rrf_k", "fetch_k", "exact_search_limit")
+
+
+def _is_async(source: Any) -> bool:
+    if isinstance(source, psycopg.AsyncConnection):
+        return True
+    return psycopg_pool is not None and isinstance(source, psycopg_pool.AsyncConnectionPool)
+
+
+class Client:
+    """Search and write pgsift collections through an existing connection or pool.
+
+    >>> client = Client(psycopg.connect(url), tenant="acme")
+    >>> client.search("handbook", "how do refunds work?", embedding=vec, top_k=5)
+    """
+
+    def __init__(self, source: Any, *, tenant: str = "default", embedder: Embedder | None = None):
+        self.source = source
+        self.tenant = tenant
+        self.embedder = embedder
+        self._async = _is_async(source)
+
+    # -- connections -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[psycopg.Connection]:
+        if self._async:
+            raise TypeError("this Client wraps an async connection or pool: use the a* methods")
+        if isinstance(self.source, psycopg.Connection):
+            yield self.source
+        else:
+            with self.source.connection() as conn:
+                yield conn
+
+    @contextlib.asynccontextmanager
+    async def _aconn(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        if not self._async:
+            raise TypeError("this Client wraps a sync connection or pool: use the methods without 'a'")
+        if isinstance(self.source, psycopg.AsyncConnection):
+            yield self.source
+        else:
+            async with self.source.connection() as conn:
+                yield conn
+
+    def _fetch(self, query: Any, params: dict, row: type | None = None) -> list:
+        with self._conn() as conn:
+            try:
+                with conn.transaction():
+                    cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
+                    return cur.execute(query, params).fetchall()
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+
+    async def _afetch(self, query: Any, params: dict, row: type | None = None) -> list:
+        async with self._aconn() as conn:
+            try:
+                async with conn.transaction():
+                    cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
+                    await cur.execute(query, params)
+                    return await cur.fetchall()
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+
+    # -- install -----------------------------------------------------------
+
+    def migrate(self) -> list[str]:
+        """Install or upgrade the sift schema; returns the migrations applied now."""
+        with self._conn() as conn:
+            return _migrate.migrate(conn)
+
+    async def amigrate(self) -> list[str]:
+        async with self._aconn() as conn:
+            return await _migrate.amigrate(conn)
+
+    # -- collections -------------------------------------------------------
+
+    @staticmethod
+    def _create_args(name: str, embedding_dims: int, tenant: str, given: dict) -> tuple[Any, dict]:
+        params = {"collection": name, "embedding_dims": embedding_dims, "tenant": tenant}
+        params.update({k: v for k, v in given.items() if v is not None})
+        return queries.create_collection(list(params)), params
+
+    def create_collection(self, name: str, *, embedding_dims: int, search_language: str | None = None,
+                          distance: str | None = None, hybrid: bool | None = None,
+                          dense_weight: float | None = None, rrf_k: float | None = None,
+                          fetch_k: int | None = None, exact_search_limit: int | None = None,
+                          description: str | None = None) -> Collection:
+        """Create a collection; knobs left None take the database's defaults."""
+        query, params = self._create_args(name, embedding_dims, self.tenant, dict(
+            search_language=search_language, distance=distance, hybrid=hybrid,
+            dense_weight=dense_weight, rrf_k=rrf_k, fetch_k=fetch_k,
+            exact_search_limit=exact_search_limit, description=description))
+        return self._fetch(query, params, Collection)[0]
+
+    async def acreate_collection(self, name: str, *, embedding_dims: int, **knobs: Any) -> Collection:
+        query, params = self._create_args(name, embedding_dims, self.tenant, knobs)
+        return (await self._afetch(query, params, Collection))[0]
+
+    def _alter_params(self, name: str, knobs: dict) -> dict:
+        unknown = set(knobs) - {*_KNOBS, "search_language", "description"}
+        if unknown:
+            raise InvalidArgument(f"unknown collection setting(s): {', '.join(sorted(unknown))}")
+        params = dict.fromkeys((*_KNOBS, "search_language", "description"))
+        params.update(knobs, name=name, tenant=self.tenant)
+        return params
+
+    def alter_collection(self, name: str, **knobs: Any) -> Collection:
+        """Change a collection's knobs (hybrid, dense_weight, rrf_k, fetch_k, ...)."""
+        return self._fetch(queries.ALTER_COLLECTION, self._alter_params(name, knobs), Collection)[0]
+
+    async def aalter_collection(self, name: str, **knobs: Any) -> Collection:
+        return (await self._afetch(queries.ALTER_COLLECTION, self._alter_params(name, knobs), Collection))[0]
+
+    def get_collection(self, name: str) -> Collection:
+        return self._fetch(queries.GET_COLLECTION, {"name": name, "tenant": self.tenant}, Collection)[0]
+
+    async def aget_collection(self, name: str) -> Collection:
+        return (await self._afetch(queries.GET_COLLECTION, {"name": name, "tenant": self.tenant}, Collection))[0]
+
+    def list_collections(self) -> list[Collection]:
+        return self._fetch(queries.LIST_COLLECTIONS, {"tenant": self.tenant}, Collection)
+
+    def drop_collection(self, name: str) -> None:
+        self._fetch(queries.DROP_COLLECTION, {"name": name, "tenant": self.tenant})
+
+    async def adrop_collection(self, name: str) -> None:
+        await self._afetch(queries.DROP_COLLECTION, {"name": name, "tenant": self.tenant})
+
+    # -- documents ---------------------------------------------------------
+
+    @staticmethod
+    def _document_params(collection: Collection, doc: Document) -> tuple[dict, list[tuple]]:
+        if not doc.chunks:
+            raise InvalidArgument(f"document {doc.source_uri!r} has no chunks")
+        rows = []
+        for ordinal, chunk in enumerate(doc.chunks):
+            if not isinstance(chunk.content, str) or not chunk.content.strip():
+                raise InvalidArgument(f"chunk {ordinal} of {doc.source_uri!r} has no text")
+            vec = vector_text(chunk.embedding, f"chunk {ordinal} of {doc.source_uri!r}")
+            rows.append((ordinal, chunk.content, chunk.context, chunk.token_count, vec))
+        params = {
+            "collection_id": collection.collection_id, "source_uri": doc.source_uri,
+            "title": doc.title, "language": doc.language, "metadata": Jsonb(doc.metadata or {}),
+            "created_at": doc.created_at, "modified_at": doc.modified_at,
+        }
+        return params, rows
+
+    def upsert_documents(self, collection: str, documents: Iterable[Document],
+                         progress: Callable[[Document], None] | None = None) -> list[int]:
+        """Write documents, each in its own transaction: the document row, then its
+        chunks by COPY, replacing any chunks it had. A failing document leaves its
+        previous version intact; the ones before it stay written."""
+        col = self.get_collection(collection)
+        ids = []
+        with self._conn() as conn:
+            for doc in documents:
+                params, rows = self._document_params(col, doc)
+                try:
+                    with conn.transaction():
+                        doc_id = conn.execute(queries.UPSERT_DOCUMENT, params).fetchone()[0]
+                        conn.execute(queries.DELETE_CHUNKS_OF_DOCUMENT, {"document_id": doc_id})
+                        with conn.cursor().copy(queries.COPY_CHUNKS) as copy:
+                            for row in rows:
+                                copy.write_row((doc_id, *row))
+                except psycopg.Error as exc:
+                    raise translate(exc) from exc
+                ids.append(doc_id)
+                if progress:
+                    progress(doc)
+        return ids
+
+    async def aupsert_documents(self, collection: str, documents: Iterable[Document],
+                                progress: Callable[[Document], None] | None = None) -> list[int]:
+        col = await self.aget_collection(collection)
+        ids = []
+        async with self._aconn() as conn:
+            for doc in documents:
+                params, rows = self._document_params(col, doc)
+                try:
+                    async with conn.transaction():
+                        cur = await conn.execute(queries.UPSERT_DOCUMENT, params)
+                        doc_id = (await cur.fetchone())[0]
+                        await conn.execute(queries.DELETE_CHUNKS_OF_DOCUMENT, {"document_id": doc_id})
+                        async with conn.cursor().copy(queries.COPY_CHUNKS) as copy:
+                            for row in rows:
+                                await copy.write_row((doc_id, *row))
+                except psycopg.Error as exc:
+                    raise translate(exc) from exc
+                ids.append(doc_id)
+                if progress:
+                    progress(doc)
+        return ids
+
+    def delete_document(self, collection: str, source_uri: str) -> bool:
+        """Delete a document and its chunks; False if there was none."""
+        params = {"collection": collection, "source_uri": source_uri, "tenant": self.tenant}
+        return self._fetch(queries.DELETE_DOCUMENT, params)[0][0]
+
+    async def adelete_document(self, collection: str, source_uri: str) -> bool:
+        params = {"collection": collection, "source_uri": source_uri, "tenant": self.tenant}
+        return (await self._afetch(queries.DELETE_DOCUMENT, params))[0][0]
+
+    # -- search ------------------------------------------------------------
+
+    def _search_params(self, collection: str, query: str, embedding: Any, top_k: int,
+                       filter: dict | None, knobs: dict) -> dict:
+        unknown = set(knobs) - set(_KNOBS)
+        if unknown:
+            raise InvalidArgument(f"unknown search knob(s): {', '.join(sorted(unknown))}")
+        if not isinstance(top_k, int) or isinstance(top_k, bool):
+            raise InvalidArgument("top_k must be an integer")
+        if filter is not None and not isinstance(filter, dict):
+            raise InvalidArgument("filter must be a dict (matched by jsonb containment)")
+        if embedding is None and self.embedder is not None and query and query.strip():
+            embedding = self.embedder.embed([query])[0]
+        params = dict.fromkeys(_KNOBS)
+        params.update(knobs)
+        params.update(
+            collection=collection, query_text=query or "", match_count=top_k, tenant=self.tenant,
+            query_embedding=None if embedding is None else vector_text(embedding, "query embedding"),
+            filter=Jsonb(filter or {}))
+        return params
+
+    def search(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
+               filter: dict | None = None, **knobs: Any) -> SearchResult:
+        """Hybrid search in one SQL call. `embedding` is the query vector (computed by the
+        client's embedder when omitted and one is set); knobs override the collection's."""
+        params = self._search_params(collection, query, embedding, top_k, filter, knobs)
+        return SearchResult(self._fetch(queries.SEARCH, params, Hit))
+
+    async def asearch(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
+                      filter: dict | None = None, **knobs: Any) -> SearchResult:
+        params = self._search_params(collection, query, embedding, top_k, filter, knobs)
+        return SearchResult(await self._afetch(queries.SEARCH, params, Hit))
+
+    def explain(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
+                filter: dict | None = None, chunk_ids: Sequence[int] | None = None,
+                **knobs: Any) -> list[Candidate]:
+        """The whole candidate pool behind `search` with the same arguments, with each leg's
+        rank and score and whether it made the cut; `chunk_ids` adds chunks no leg found."""
+        params = self._search_params(collection, query, embedding, top_k, filter, knobs)
+        params["chunk_ids"] = list(chunk_ids) if chunk_ids else None
+        return self._fetch(queries.EXPLAIN, params, Candidate)
+
+    async def aexplain(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
+                       filter: dict | None = None, chunk_ids: Sequence[int] | None = None,
+                       **knobs: Any) -> list[Candidate]:
+        params = self._search_params(collection, query, embedding, top_k, filter, knobs)
+        params["chunk_ids"] = list(chunk_ids) if chunk_ids else None
+        return await self._afetch(queries.EXPLAIN, params, Candidate)

@@ -1,0 +1,114 @@
+-- Dense leg: pgvector, one partial HNSW index per (dimension, distance).
+--
+-- How a table holding many collections keeps per-collection recall:
+--   * a collection (or set of collections) with at most exact_search_limit
+--     chunks (default 10,000) is scanned exactly: recall 1 and a few ms;
+--   * a larger one walks the shared HNSW index with the collection filter
+--     inside the scan and pgvector >= 0.8 iterative scans (relaxed order,
+--     re-sorted here), so a collection that is a small share of the table
+--     still fills its top n;
+--   * if the index walk still comes back short (pgvector < 0.8, or
+--     hnsw.max_scan_tuples reached), the leg answers from an exact scan
+--     rather than return fewer rows than exist.
+
+create or replace function sift._distance_operator(distance text)
+returns text
+language sql immutable parallel safe security invoker
+as $$
+    select case distance when 'cosine' then '<=>' when 'l2' then '<->' when 'inner_product' then '<#>' end
+$$;
+comment on function sift._distance_operator(text) is
+    'Internal: the pgvector operator for a distance name.';
+
+
+create or replace function sift._dense_leg_sql(dims integer, distance text, exact boolean, filtered boolean)
+returns text
+language sql immutable parallel safe security invoker
+as $$
+    -- $1 query vector, $2 collection ids, $3 metadata filter, $4 n.
+    -- The HNSW form orders by the indexed expression itself (ordering by a
+    -- computed column turns the index into a sequential scan); the exact form
+    -- materialises the distances first so no index is used.
+    select format(
+        $f$
+        with m as materialized (
+            select c.chunk_id, (c.embedding::vector(%1$s) %2$s $1) as distance
+            from sift.chunks c
+            where c.collection_id = any ($2)
+              and vector_dims(c.embedding) = %1$s
+              %3$s
+            %4$s
+        )
+        select m.chunk_id, (row_number() over (order by m.distance, m.chunk_id))::integer, m.distance
+        from m
+        order by m.distance, m.chunk_id
+        limit $4
+        $f$,
+        dims,
+        sift._distance_operator(distance),
+        case when filtered then
+            'and exists (select 1 from sift.documents d '
+            'where d.document_id = c.document_id and d.metadata @> $3)' else '' end,
+        case when exact then '' else
+            format('order by c.embedding::vector(%s) %s $1 limit $4', dims, sift._distance_operator(distance)) end)
+$$;
+comment on function sift._dense_leg_sql(integer, text, boolean, boolean) is
+    'Internal: the dense leg''s statement, exact or through the HNSW index, for EXPLAIN and EXECUTE.';
+
+
+create or replace function sift._dense_leg(
+    collection_ids bigint[], dims integer, metric text, query vector,
+    filter jsonb, n integer, exact_search_limit integer)
+returns table (chunk_id bigint, rank integer, distance double precision)
+language plpgsql volatile security invoker
+set search_path from current
+as $$
+#variable_conflict use_column
+declare
+    filtered  boolean := filter is not null and filter <> '{}'::jsonb;
+    iterative boolean := sift._pgvector_has_iterative_scan();
+    saved_ef  text := current_setting('hnsw.ef_search', true);
+    saved_it  text := case when iterative then current_setting('hnsw.iterative_scan', true) end;
+    small     boolean;
+    ids       bigint[];
+    dists     double precision[];
+begin
+    -- Small collections are scanned exactly: count at most limit+1 chunks (index-only).
+    select count(*) <= _dense_leg.exact_search_limit into small
+    from (select 1 from sift.chunks c
+          where c.collection_id = any (collection_ids)
+          limit _dense_leg.exact_search_limit + 1) s;
+
+    if not small then
+        -- Transaction-local and restored right after: a pooled connection never
+        -- keeps them, and the caller's own settings survive the call.
+        perform set_config('hnsw.ef_search', least(greatest(n, 100), 1000)::text, true);
+        if iterative then
+            perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        end if;
+        execute format('select array_agg(l.chunk_id order by l.rank), array_agg(l.distance order by l.rank) from (%s) l',
+                       sift._dense_leg_sql(dims, metric, false, filtered))
+            into ids, dists
+            using query, collection_ids, filter, n;
+        perform set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true);
+        if iterative then
+            perform set_config('hnsw.iterative_scan', coalesce(saved_it, 'off'), true);
+        end if;
+        if coalesce(cardinality(ids), 0) >= n then
+            return query
+                select u.id, u.ord::integer, u.dist
+                from unnest(ids, dists) with ordinality as u(id, dist, ord)
+                order by u.ord;
+            return;
+        end if;
+        -- The index walk came back short: answer from an exact scan instead.
+    end if;
+
+    return query execute sift._dense_leg_sql(dims, metric, true, filtered)
+        using query, collection_ids, filter, n;
+end;
+$$;
+comment on function sift._dense_leg(bigint[], integer, text, vector, jsonb, integer, integer) is
+    'Internal: the top n chunks by vector distance, metadata filter inside the leg; exact for '
+    'small collections, HNSW with iterative scan otherwise, exact again if the index walk '
+    'comes back short.';

@@ -1,0 +1,127 @@
+-- Fusion: weighted Reciprocal Rank Fusion over the legs' rank lists, and the
+-- candidate pool (sift.candidates) that search, explain and the rerank path share.
+
+create or replace function sift.rrf(
+    dense_ids    bigint[],
+    lexical_ids  bigint[],
+    dense_weight double precision default 0.7,
+    rrf_k        double precision default 60)
+returns table (chunk_id bigint, dense_rank integer, lexical_rank integer,
+               score double precision, fused_rank integer)
+language sql immutable parallel safe security invoker
+as $$
+    with d as (select u.id, u.ord::integer as r
+               from pg_catalog.unnest(dense_ids) with ordinality as u(id, ord)),
+         l as (select u.id, u.ord::integer as r
+               from pg_catalog.unnest(lexical_ids) with ordinality as u(id, ord)),
+         j as (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
+                      coalesce(dense_weight / (rrf_k + d.r), 0)
+                    + coalesce((1 - dense_weight) / (rrf_k + l.r), 0) as s
+               from d full join l on l.id = d.id)
+    select j.id, j.dr, j.lr, j.s, (row_number() over (order by j.s desc, j.id))::integer
+    from j
+    order by 5
+$$;
+comment on function sift.rrf(bigint[], bigint[], double precision, double precision) is
+    'Weighted Reciprocal Rank Fusion of two ranked id lists (position 1 = best): '
+    'score = w/(k + dense_rank) + (1 - w)/(k + lexical_rank); a list that lacks an id gives '
+    'it nothing; ties go to the smaller id. The pool is the union of both lists. '
+    'Known trap, kept as a knob: with w = 0.7 and k = 60 a lexical-only hit (at best '
+    '0.3/61 = 0.0049) can never outrank dense rank 40 (0.7/100 = 0.007); lower w or raise k '
+    'when exact-term matches must surface.';
+
+
+create or replace function sift.candidates(
+    collection         text,
+    query_text         text default '',
+    query_embedding    vector default null,
+    match_count        sift.match_count default 10,
+    tenant             text default 'default',
+    filter             jsonb default '{}',
+    hybrid             boolean default null,
+    dense_weight       sift.dense_weight default null,
+    rrf_k              sift.rrf_k default null,
+    fetch_k            sift.fetch_k default null,
+    exact_search_limit sift.exact_search_limit default null)
+returns table (
+    chunk_id       bigint,
+    document_id    bigint,
+    dense_rank     integer,
+    dense_distance double precision,
+    lexical_rank   integer,
+    lexical_score  double precision,
+    score          double precision,
+    fused_rank     integer,
+    found_by       text,
+    legs           text[],
+    lexical_query  text)
+language plpgsql stable security invoker
+set search_path from current
+as $$
+#variable_conflict use_column
+declare
+    col   sift.collections := sift._collection(candidates.tenant, candidates.collection);
+    n     integer;
+    w     double precision;
+    k     double precision;
+    tsq   tsquery := '';
+    ran   text[] := '{}';
+    dense_ids   bigint[];
+    dense_raw   double precision[];
+    lexical_ids bigint[];
+    lexical_raw double precision[];
+begin
+    perform sift._check_dims(col, query_embedding, 'query_embedding');
+    if candidates.filter is not null and jsonb_typeof(candidates.filter) <> 'object' then
+        raise exception 'filter must be a JSON object, got %', jsonb_typeof(candidates.filter)
+            using errcode = 'SF003';
+    end if;
+    n := greatest(coalesce(candidates.fetch_k, col.fetch_k), candidates.match_count);
+    w := coalesce(candidates.dense_weight, col.dense_weight);
+    k := coalesce(candidates.rrf_k, col.rrf_k);
+
+    if query_embedding is not null then
+        ran := ran || 'dense'::text;
+    end if;
+    if coalesce(candidates.hybrid, col.hybrid) or query_embedding is null then
+        tsq := sift.lexical_query(query_text, col.search_language);
+        if pg_catalog.numnode(tsq) > 0 then
+            ran := ran || 'lexical'::text;
+        end if;
+    end if;
+    -- A leg that did not run leaves the other one's order untouched.
+    if not ('lexical' = any (ran)) then w := 1; end if;
+    if not ('dense' = any (ran)) then w := 0; end if;
+
+    if 'dense' = any (ran) then
+        select array_agg(x.chunk_id order by x.rank), array_agg(x.distance order by x.rank)
+        into dense_ids, dense_raw
+        from sift._dense_leg(array[col.collection_id], col.embedding_dims, col.distance,
+                             query_embedding, candidates.filter, n,
+                             coalesce(candidates.exact_search_limit, col.exact_search_limit)) x;
+    end if;
+    if 'lexical' = any (ran) then
+        select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank)
+        into lexical_ids, lexical_raw
+        from sift._lexical_leg(array[col.collection_id], tsq, candidates.filter, n) x;
+    end if;
+
+    return query
+    select f.chunk_id, c.document_id, f.dense_rank, dense_raw[f.dense_rank],
+           f.lexical_rank, lexical_raw[f.lexical_rank], f.score, f.fused_rank,
+           case when f.dense_rank is not null and f.lexical_rank is not null then 'both'
+                when f.dense_rank is not null then 'dense' else 'lexical' end,
+           ran, nullif(tsq::text, '')
+    from sift.rrf(dense_ids, lexical_ids, w, k) f
+    join sift.chunks c on c.chunk_id = f.chunk_id
+    order by f.fused_rank, f.chunk_id;
+end;
+$$;
+comment on function sift.candidates(text, text, vector, sift.match_count, text, jsonb, boolean,
+    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit) is
+    'The fused candidate pool: each leg''s top max(fetch_k, match_count) chunks (metadata '
+    'filter inside both legs), weighted RRF over their union, with every leg''s rank and raw '
+    'score and which leg found each chunk. legs says which legs ran (lexical does not run for '
+    'stopword-only or empty text; dense does not run without query_embedding); lexical_query '
+    'is the tsquery used. Knob arguments left null take the collection''s settings; '
+    'hybrid => false gives exactly the dense-only order. Read-only.';
