@@ -1,0 +1,310 @@
+"""Quality benchmark: nDCG / recall / latency of sift.search on a BEIR dataset.
+
+``pgsift bench quality --dataset DIR`` loads a folder in the BEIR layout with
+precomputed embeddings, writes every corpus document into a fresh collection
+(one document, one chunk), and runs each test query three ways through
+``sift.search``: dense only, lexical only, and hybrid (weighted RRF). The
+dataset is read from its path; nothing of it is copied.
+
+Layout read by :func:`load_beir`::
+
+    DIR/corpus.jsonl                       {"_id", "title", "text"} per line
+    DIR/queries.jsonl                      {"_id", "text"} per line
+    DIR/qrels/test.tsv                     header line, then query-id, corpus-id, score
+    DIR/embeddings/<model>/corpus.npy      row i = line i of corpus.jsonl
+    DIR/embeddings/<model>/queries.npy     row i = line i of queries.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from . import metrics
+from .client import Client
+from .errors import CollectionNotFound
+from .models import Chunk, Document
+
+log = logging.getLogger(__name__)
+
+MODES = ("dense", "lexical", "hybrid")
+_INGEST_BATCH = 500
+
+
+@dataclass
+class BeirDataset:
+    """A BEIR folder in memory: corpus, the test queries that have qrels, their embeddings."""
+
+    name: str
+    path: Path
+    model: str
+    doc_ids: list[str]
+    titles: list[str]
+    texts: list[str]
+    doc_embeddings: np.ndarray          # [n_docs, dims], row i = doc_ids[i]
+    query_ids: list[str]                # test queries with at least one relevant judgment
+    query_texts: list[str]
+    query_embeddings: np.ndarray        # [n_queries, dims], row i = query_ids[i]
+    qrels: dict[str, dict[str, int]]    # query id -> {corpus id: relevance}, test split
+
+    @property
+    def dims(self) -> int:
+        return int(self.doc_embeddings.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+
+def _read_jsonl(path: Path) -> Iterator[dict]:
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{line_no}: not JSON ({exc})") from exc
+
+
+def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 3 or not line.strip():
+                continue
+            try:
+                score = int(float(fields[2]))
+            except ValueError:
+                if line_no == 1:   # the header line: query-id, corpus-id, score
+                    continue
+                raise ValueError(f"{path}:{line_no}: score {fields[2]!r} is not a number") from None
+            qrels.setdefault(fields[0], {})[fields[1]] = score
+    return qrels
+
+
+def _pick_model(dataset: Path, model: str | None) -> str:
+    root = dataset / "embeddings"
+    if model is not None:
+        if not (root / model).is_dir():
+            raise FileNotFoundError(f"no embeddings for model {model!r} under {root}")
+        return model
+    found = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    if not found:
+        raise FileNotFoundError(f"no embeddings/<model>/ folder under {dataset}")
+    if len(found) > 1:
+        log.info("several embedding models under %s (%s); using %s", root, ", ".join(found), found[0])
+    return found[0]
+
+
+def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> BeirDataset:
+    """Read a BEIR-layout folder (see the module docstring) with precomputed embeddings.
+
+    ``model`` names the folder under embeddings/ (None: the only one, or the first by
+    name). Only queries of the split's qrels that have a relevant judgment (score > 0)
+    are kept, in queries.jsonl order.
+    """
+    dataset = Path(dataset)
+    model = _pick_model(dataset, model)
+    emb_dir = dataset / "embeddings" / model
+
+    doc_ids, titles, texts = [], [], []
+    for row in _read_jsonl(dataset / "corpus.jsonl"):
+        doc_ids.append(str(row["_id"]))
+        titles.append(row.get("title") or "")
+        texts.append(row.get("text") or "")
+    doc_emb = np.load(emb_dir / "corpus.npy", mmap_mode="r")
+    if doc_emb.ndim != 2 or doc_emb.shape[0] != len(doc_ids):
+        raise ValueError(f"{emb_dir / 'corpus.npy'} has shape {doc_emb.shape}; "
+                         f"corpus.jsonl has {len(doc_ids)} documents")
+
+    all_qrels = _read_qrels(dataset / "qrels" / f"{split}.tsv")
+    qrels = {q: judged for q, judged in all_qrels.items() if metrics.relevant(judged)}
+
+    query_rows = list(_read_jsonl(dataset / "queries.jsonl"))
+    q_emb = np.load(emb_dir / "queries.npy", mmap_mode="r")
+    if q_emb.ndim != 2 or q_emb.shape[0] != len(query_rows):
+        raise ValueError(f"{emb_dir / 'queries.npy'} has shape {q_emb.shape}; "
+                         f"queries.jsonl has {len(query_rows)} queries")
+    if q_emb.shape[1] != doc_emb.shape[1]:
+        raise ValueError(f"query embeddings have {q_emb.shape[1]} dimensions, "
+                         f"corpus embeddings {doc_emb.shape[1]}")
+    keep = [i for i, row in enumerate(query_rows) if str(row["_id"]) in qrels]
+    missing = set(qrels) - {str(query_rows[i]["_id"]) for i in keep}
+    if missing:
+        raise ValueError(f"{len(missing)} query id(s) in qrels/{split}.tsv are not in queries.jsonl, "
+                         f"e.g. {sorted(missing)[:3]}")
+
+    return BeirDataset(
+        name=dataset.resolve().name, path=dataset, model=model,
+        doc_ids=doc_ids, titles=titles, texts=texts,
+        doc_embeddings=np.asarray(doc_emb, dtype=np.float32),
+        query_ids=[str(query_rows[i]["_id"]) for i in keep],
+        query_texts=[query_rows[i].get("text") or "" for i in keep],
+        query_embeddings=np.asarray(q_emb[keep], dtype=np.float32),
+        qrels={str(query_rows[i]["_id"]): qrels[str(query_rows[i]["_id"])] for i in keep},
+    )
+
+
+def _documents(data: BeirDataset, start: int, stop: int) -> list[Document]:
+    docs = []
+    for i in range(start, stop):
+        # Chunk text may not be blank (the client refuses it): fall back to the title.
+        content = data.texts[i] if data.texts[i].strip() else data.titles[i]
+        docs.append(Document(source_uri=data.doc_ids[i], title=data.titles[i] or None,
+                             chunks=[Chunk(content=content, embedding=data.doc_embeddings[i])]))
+    return docs
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else math.nan
+
+
+def _server_info(conn: psycopg.Connection) -> dict[str, str | None]:
+    with conn.transaction():
+        row = conn.execute(
+            "select current_setting('server_version'), "
+            "(select extversion from pg_catalog.pg_extension where extname = 'vector')").fetchone()
+    return {"postgres": row[0], "pgvector": row[1]}
+
+
+def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = None,
+                collection: str = "bench", search_language: str = "english", top_k: int = 10,
+                depth: int = 100, max_queries: int | None = None,
+                knobs: dict | None = None) -> dict:
+    """Ingest a BEIR dataset into a fresh collection and score dense, lexical and hybrid search.
+
+    The collection ``collection`` is dropped first if it exists, then created with the
+    dataset's embedding size and ``search_language`` (every other setting at the
+    database's defaults). Each test query runs once per mode through ``sift.search``
+    with ``top_k=depth``:
+
+    * dense: the query embedding, ``hybrid=False``;
+    * lexical: the query text only (no embedding);
+    * hybrid: embedding and text, the collection's settings overridden by ``knobs``.
+
+    ``knobs`` (fetch_k, dense_weight, rrf_k, exact_search_limit) apply to every mode;
+    ``hybrid`` is not allowed in it since the mode decides. Hits map to corpus ids by
+    source_uri. Reported per mode: mean nDCG@top_k and recall@depth over the queries,
+    and p50 / p95 latency in ms of the client call (perf_counter, after one untimed
+    warm-up search per mode).
+    """
+    knobs = dict(knobs or {})
+    if "hybrid" in knobs:
+        raise ValueError("knobs may not set 'hybrid': each mode sets it")
+    if top_k < 1 or depth < top_k:
+        raise ValueError(f"need 1 <= top_k <= depth, got top_k={top_k}, depth={depth}")
+
+    data = load_beir(Path(dataset), model)
+    query_idx = list(range(len(data.query_ids)))
+    if max_queries is not None:
+        query_idx = query_idx[:max_queries]
+    if not query_idx:
+        raise ValueError(f"{dataset}: no test query has a relevant judgment")
+
+    client = Client(conn)
+    try:
+        client.drop_collection(collection)
+    except CollectionNotFound:
+        pass
+    col = client.create_collection(collection, embedding_dims=data.dims,
+                                   search_language=search_language)
+
+    log.info("ingesting %d documents into %r", len(data), collection)
+    started = time.perf_counter()
+    n_written = 0
+    for start in range(0, len(data), _INGEST_BATCH):
+        n_written += len(client.upsert_documents(
+            collection, _documents(data, start, min(start + _INGEST_BATCH, len(data)))))
+    ingest_s = time.perf_counter() - started
+    with conn.transaction():
+        n_docs = conn.execute("select count(*) from sift.documents where collection_id = %s",
+                              (col.collection_id,)).fetchone()[0]
+        # Fresh planner statistics, as autovacuum would give a settled table.
+        conn.execute("analyze sift.documents, sift.chunks")
+
+    def call(mode: str, i: int) -> list[str]:
+        if mode == "dense":
+            result = client.search(collection, "", embedding=data.query_embeddings[i], top_k=depth,
+                                   hybrid=False, **knobs)
+        elif mode == "lexical":
+            result = client.search(collection, data.query_texts[i], top_k=depth, **knobs)
+        else:
+            result = client.search(collection, data.query_texts[i], embedding=data.query_embeddings[i],
+                                   top_k=depth, hybrid=True, **knobs)
+        return [hit.source_uri for hit in result]
+
+    modes: dict[str, dict[str, float]] = {}
+    for mode in MODES:
+        call(mode, query_idx[0])   # warm-up, untimed
+        ndcgs, recalls, times_ms = [], [], []
+        for i in query_idx:
+            t0 = time.perf_counter()
+            ranked = call(mode, i)
+            times_ms.append((time.perf_counter() - t0) * 1000.0)
+            judged = data.qrels[data.query_ids[i]]
+            ndcgs.append(metrics.ndcg_at_k(ranked, judged, top_k))
+            recalls.append(metrics.recall_at_k(ranked, judged, depth))
+        modes[mode] = {
+            f"ndcg@{top_k}": float(np.mean(ndcgs)),
+            f"recall@{depth}": float(np.mean(recalls)),
+            "p50_ms": _percentile(times_ms, 50),
+            "p95_ms": _percentile(times_ms, 95),
+        }
+        log.info("%s: %s", mode, modes[mode])
+
+    return {
+        "dataset": data.name,
+        "n_docs": int(n_docs),
+        "n_queries": len(query_idx),
+        "ingest_s": ingest_s,
+        "modes": modes,
+        "settings": {
+            "path": str(dataset),
+            "model": data.model,
+            "dims": data.dims,
+            "collection": collection,
+            "search_language": search_language,
+            "top_k": top_k,
+            "depth": depth,
+            "max_queries": max_queries,
+            "knobs": knobs,
+            "collection_defaults": {
+                "distance": col.distance, "dense_weight": col.dense_weight, "rrf_k": col.rrf_k,
+                "fetch_k": col.fetch_k, "exact_search_limit": col.exact_search_limit,
+            },
+            **_server_info(conn),
+        },
+    }
+
+
+def format_table(result: dict) -> str:
+    """The result of :func:`run_quality` as an aligned plain-text table."""
+    settings = result.get("settings", {})
+    k, depth = settings.get("top_k", 10), settings.get("depth", 100)
+    header = (f"dataset {result['dataset']}: {result['n_docs']:,} docs, "
+              f"{result['n_queries']:,} queries"
+              + (f", model {settings['model']}" if settings.get("model") else "")
+              + (f", ingest {result['ingest_s']:.1f} s" if "ingest_s" in result else ""))
+    columns = ["mode", f"nDCG@{k}", f"recall@{depth}", "p50 ms", "p95 ms"]
+    rows = []
+    for mode, m in result["modes"].items():
+        rows.append([mode, f"{m[f'ndcg@{k}']:.4f}", f"{m[f'recall@{depth}']:.4f}",
+                     f"{m['p50_ms']:.1f}", f"{m['p95_ms']:.1f}"])
+    widths = [max(len(columns[c]), *(len(r[c]) for r in rows)) for c in range(len(columns))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(cell.ljust(w) if c == 0 else cell.rjust(w)
+                         for c, (cell, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [header, line(columns), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    return "\n".join(out)

@@ -1,0 +1,167 @@
+"""Turn files into pgsift Documents: a folder of .md/.txt files, or a JSONL of chunks.
+
+Markdown is cut at headings, then at paragraph boundaries into chunks of at
+most `max_words` words; each chunk carries a context header ("Title > Section")
+so a chunk read alone still says where it comes from. Chunks without an
+embedding are embedded with the given embedder, in batches.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .client import Embedder
+from .errors import InvalidArgument
+from .models import Chunk, Document
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+SUFFIXES = (".md", ".markdown", ".txt")
+
+
+@dataclass
+class TextChunk:
+    context: str | None
+    content: str
+
+
+def _split_paragraphs(lines: list[str]) -> list[str]:
+    paragraphs, current, fenced = [], [], False
+    for line in lines:
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                paragraphs.append("\n".join(current).strip())
+                current = []
+        else:
+            current.append(line)
+    if current:
+        paragraphs.append("\n".join(current).strip())
+    return [p for p in paragraphs if p]
+
+
+def chunk_markdown(text: str, title: str, max_words: int = 180) -> list[TextChunk]:
+    """Sections by heading, then paragraphs packed up to max_words (a longer paragraph
+    is split by words)."""
+    sections: list[tuple[list[str], list[str]]] = [([], [])]
+    path: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        m = None if fenced else _HEADING.match(line)
+        if m:
+            level = len(m.group(1))
+            path = path[: level - 1] + [m.group(2)]
+            sections.append((list(path), []))
+        else:
+            sections[-1][1].append(line)
+
+    chunks: list[TextChunk] = []
+    for heading_path, body in sections:
+        context = " > ".join([title, *[h for h in heading_path if h != title]])
+        buf: list[str] = []
+        size = 0
+        for para in _split_paragraphs(body):
+            words = para.split()
+            while len(words) > max_words:  # a paragraph longer than a chunk
+                if buf:
+                    chunks.append(TextChunk(context, "\n\n".join(buf)))
+                    buf, size = [], 0
+                chunks.append(TextChunk(context, " ".join(words[:max_words])))
+                words = words[max_words:]
+                para = " ".join(words)
+            if size + len(words) > max_words and buf:
+                chunks.append(TextChunk(context, "\n\n".join(buf)))
+                buf, size = [], 0
+            if words:
+                buf.append(para)
+                size += len(words)
+        if buf:
+            chunks.append(TextChunk(context, "\n\n".join(buf)))
+    return chunks
+
+
+def _title_of(text: str, path: Path) -> str:
+    for line in text.splitlines():
+        m = _HEADING.match(line)
+        if m:
+            return m.group(2)
+    return path.stem.replace("-", " ").replace("_", " ")
+
+
+def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedder | None) -> list[Document]:
+    texts = [f"{c.context}\n\n{c.content}" if c.context else c.content
+             for _, chunks in pending for c in chunks]
+    if texts and embedder is None:
+        raise InvalidArgument("these chunks have no embeddings and no embedder was given "
+                              "(pip install 'pgsift[embed]' for the local one)")
+    vectors = iter(embedder.embed(texts)) if texts else iter(())
+    for doc, chunks in pending:
+        doc.chunks = [Chunk(content=c.content, context=c.context, embedding=next(vectors)) for c in chunks]
+    return [doc for doc, _ in pending]
+
+
+def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: int = 180,
+                          root: Path | None = None) -> list[Document]:
+    """Every .md/.txt file under `folder` (or the file itself), chunked and embedded."""
+    folder = Path(folder)
+    files = [folder] if folder.is_file() else sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
+    root = root or (folder.parent if folder.is_file() else folder)
+    pending = []
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        title = _title_of(text, path)
+        chunks = chunk_markdown(text, title, max_words=max_words)
+        if chunks:
+            uri = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+            pending.append((Document(source_uri=uri, title=title, chunks=[],
+                                     metadata={"path": uri, "suffix": path.suffix.lower()}), chunks))
+    return _embed_all(pending, embedder)
+
+
+def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document]:
+    """One chunk per line: {"source_uri", "content", optional "title", "context",
+    "embedding", "metadata", "token_count"}; lines of one source_uri form a document,
+    in file order."""
+    docs: dict[str, Document] = {}
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            uri, content = row["source_uri"], row["content"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InvalidArgument(f"{path}:{n}: expected a JSON object with source_uri and content") from exc
+        doc = docs.setdefault(uri, Document(source_uri=uri, title=row.get("title"), chunks=[],
+                                            metadata=row.get("metadata") or {}))
+        doc.chunks.append(Chunk(content=content, context=row.get("context"),
+                                embedding=row.get("embedding"), token_count=row.get("token_count")))
+    missing = [(d, c) for d in docs.values() for c in d.chunks if c.embedding is None]
+    if missing:
+        if embedder is None:
+            raise InvalidArgument(f"{path}: chunks without 'embedding' need an embedder")
+        vectors = embedder.embed([f"{c.context}\n\n{c.content}" if c.context else c.content
+                                  for _, c in missing])
+        for (_, chunk), vec in zip(missing, vectors):
+            chunk.embedding = vec
+    return list(docs.values())
+
+
+def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 180) -> list[Document]:
+    path = Path(path)
+    if not path.exists():
+        raise InvalidArgument(f"{path} does not exist")
+    if path.is_file() and path.suffix.lower() == ".jsonl":
+        return documents_from_jsonl(path, embedder)
+    return documents_from_folder(path, embedder, max_words=max_words)
+
+
+def iter_batches(items: list, size: int) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i: i + size]
