@@ -55,9 +55,15 @@ create or replace function sift._search_vector(
 returns tsvector
 language sql immutable parallel safe security invoker
 as $$
-    select setweight(to_tsvector(language, coalesce(title, '')), 'A')
+    -- A placeholder between fields, deleted again, leaves a one-position gap
+    -- so a "quoted phrase" never matches across title, context and text.
+    select pg_catalog.ts_delete(
+        setweight(to_tsvector(language, coalesce(title, '')), 'A')
+        || 'sift_gap:1'::tsvector
         || setweight(to_tsvector(language, coalesce(context, '')), 'B')
-        || to_tsvector(language, coalesce(content, ''))
+        || 'sift_gap:1'::tsvector
+        || to_tsvector(language, coalesce(content, '')),
+        'sift_gap'::text)
 $$;
 comment on function sift._search_vector(regconfig, text, text, text) is
     'Internal: the stored lexical representation of a chunk: document title (weight A), '

@@ -23,6 +23,7 @@ create or replace function sift.lexical_query(
     max_terms       integer default 64)
 returns tsquery
 language plpgsql immutable parallel safe security invoker
+set search_path from current
 as $$
 declare
     clipped  text := left(coalesce(query_text, ''), 100000);

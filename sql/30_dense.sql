@@ -39,7 +39,7 @@ as $$
               %3$s
             %4$s
         )
-        select m.chunk_id, (row_number() over (order by m.distance, m.chunk_id))::integer, m.distance
+        select m.chunk_id, (row_number() over (order by m.distance, m.chunk_id))::integer as rank, m.distance
         from m
         order by m.distance, m.chunk_id
         limit $4

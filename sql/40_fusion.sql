@@ -14,10 +14,12 @@ as $$
                from pg_catalog.unnest(dense_ids) with ordinality as u(id, ord)),
          l as (select u.id, u.ord::integer as r
                from pg_catalog.unnest(lexical_ids) with ordinality as u(id, ord)),
+         -- Subnormal weights count as 0: float8 division would underflow to an error.
+         w as (select case when dense_weight < 1e-300 then 0 else dense_weight end as dw,
+                      case when 1 - dense_weight < 1e-300 then 0 else 1 - dense_weight end as lw),
          j as (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
-                      coalesce(dense_weight / (rrf_k + d.r), 0)
-                    + coalesce((1 - dense_weight) / (rrf_k + l.r), 0) as s
-               from d full join l on l.id = d.id)
+                      coalesce(w.dw / (rrf_k + d.r), 0) + coalesce(w.lw / (rrf_k + l.r), 0) as s
+               from d full join l on l.id = d.id cross join w)
     select j.id, j.dr, j.lr, j.s, (row_number() over (order by j.s desc, j.id))::integer
     from j
     order by 5
@@ -29,6 +31,27 @@ comment on function sift.rrf(bigint[], bigint[], double precision, double precis
     'Known trap, kept as a knob: with w = 0.7 and k = 60 a lexical-only hit (at best '
     '0.3/61 = 0.0049) can never outrank dense rank 40 (0.7/100 = 0.007); lower w or raise k '
     'when exact-term matches must surface.';
+
+
+create or replace function sift._legs(
+    col sift.collections, query_text text, has_embedding boolean, hybrid boolean,
+    out legs text[], out lexical_query tsquery)
+language sql stable security invoker
+as $$
+    -- Which legs a search runs: dense when there is a query embedding; lexical
+    -- when hybrid is on (or there is no embedding) and the text has terms.
+    with q as (
+        select case when coalesce(hybrid, col.hybrid) or not has_embedding
+                    then sift.lexical_query(query_text, col.search_language)
+                    else ''::tsquery end as tsq)
+    select array_remove(array[case when has_embedding then 'dense' end,
+                              case when pg_catalog.numnode(q.tsq) > 0 then 'lexical' end], null),
+           q.tsq
+    from q
+$$;
+comment on function sift._legs(sift.collections, text, boolean, boolean) is
+    'Internal: the legs a search runs and the tsquery of its lexical leg (shared by '
+    'candidates and explain, so they always agree).';
 
 
 create or replace function sift.candidates(
@@ -80,15 +103,8 @@ begin
     w := coalesce(candidates.dense_weight, col.dense_weight);
     k := coalesce(candidates.rrf_k, col.rrf_k);
 
-    if query_embedding is not null then
-        ran := ran || 'dense'::text;
-    end if;
-    if coalesce(candidates.hybrid, col.hybrid) or query_embedding is null then
-        tsq := sift.lexical_query(query_text, col.search_language);
-        if pg_catalog.numnode(tsq) > 0 then
-            ran := ran || 'lexical'::text;
-        end if;
-    end if;
+    select x.legs, x.lexical_query into ran, tsq
+    from sift._legs(col, query_text, query_embedding is not null, candidates.hybrid) x;
     -- A leg that did not run leaves the other one's order untouched.
     if not ('lexical' = any (ran)) then w := 1; end if;
     if not ('dense' = any (ran)) then w := 0; end if;

@@ -31,9 +31,16 @@ returns table (
     lexical_score  double precision,
     legs           text[],
     lexical_query  text)
-language sql stable security invoker
+language plpgsql stable security invoker
 set search_path from current
 as $$
+#variable_conflict use_column
+begin
+    -- Check the arguments first: with nothing to join, the planner may never
+    -- call candidates, and a typo must not look like an empty answer.
+    perform sift._check_dims(sift._collection(search.tenant, search.collection),
+                             search.query_embedding, 'query_embedding');
+    return query
     select p.fused_rank, p.chunk_id, p.document_id, d.source_uri, d.title, c.ordinal,
            c.content, c.context, d.metadata, p.score, p.found_by,
            p.dense_rank, p.dense_distance, p.lexical_rank, p.lexical_score,
@@ -47,7 +54,8 @@ as $$
     join sift.chunks c on c.chunk_id = p.chunk_id
     join sift.documents d on d.document_id = p.document_id
     where p.fused_rank <= search.match_count
-    order by p.fused_rank, p.chunk_id
+    order by p.fused_rank, p.chunk_id;
+end;
 $$;
 comment on function sift.search(text, text, vector, sift.match_count, text, jsonb, boolean,
     sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit) is
@@ -92,9 +100,16 @@ returns table (
     reason         text,
     legs           text[],
     lexical_query  text)
-language sql stable security invoker
+language plpgsql stable security invoker
 set search_path from current
 as $$
+#variable_conflict use_column
+begin
+    -- Check the arguments first: with nothing to join, the planner may never
+    -- call candidates, and a typo must not look like an empty answer.
+    perform sift._check_dims(sift._collection(explain.tenant, explain.collection),
+                             explain.query_embedding, 'query_embedding');
+    return query
     with p as (
         select *
         from sift.candidates(
@@ -105,6 +120,11 @@ as $$
                 fetch_k => explain.fetch_k, exact_search_limit => explain.exact_search_limit)
     ), col as (
         select * from sift._collection(explain.tenant, explain.collection)
+    ), plan as (
+        select x.legs, x.lexical_query
+        from sift._collection(explain.tenant, explain.collection) c,
+             lateral sift._legs(c, explain.query_text, explain.query_embedding is not null,
+                                explain.hybrid) x
     ), pool as (
         select p.fused_rank, p.chunk_id, p.document_id, p.found_by, p.dense_rank,
                p.dense_distance, p.lexical_rank, p.lexical_score, p.score,
@@ -128,13 +148,14 @@ as $$
                    || case when explain.filter is not null and explain.filter <> '{}'::jsonb
                                 and not (d.metadata @> explain.filter)
                            then '; excluded by the metadata filter' else '' end
-                   || case when (select p.lexical_query from p limit 1) is null
+                   || case when pg_catalog.numnode(plan.lexical_query) = 0
                            then '; lexical leg did not run'
-                           when c.search_vector @@ (select p.lexical_query from p limit 1)::tsquery
+                           when c.search_vector @@ plan.lexical_query
                            then '; matches the lexical query'
                            else '; does not match the lexical query' end,
-               (select p.legs from p limit 1), (select p.lexical_query from p limit 1)
+               plan.legs, nullif(plan.lexical_query::text, '')
         from col
+        cross join plan
         join sift.chunks c on c.collection_id = col.collection_id
         join sift.documents d on d.document_id = c.document_id
         where c.chunk_id = any (explain.chunk_ids)
@@ -150,7 +171,8 @@ as $$
     from rows r
     join sift.chunks c on c.chunk_id = r.chunk_id
     join sift.documents d on d.document_id = r.document_id
-    order by r.fused_rank nulls last, r.chunk_id
+    order by r.fused_rank nulls last, r.chunk_id;
+end;
 $$;
 comment on function sift.explain(text, text, vector, sift.match_count, text, jsonb, boolean,
     sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, bigint[]) is

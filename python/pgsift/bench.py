@@ -24,14 +24,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import psycopg
 
 from . import metrics
 from .client import Client
-from .errors import CollectionNotFound
+from .errors import CollectionNotFound, InvalidArgument
 from .models import Chunk, Document
 
 log = logging.getLogger(__name__)
@@ -71,7 +70,7 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
                 try:
                     yield json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{line_no}: not JSON ({exc})") from exc
+                    raise InvalidArgument(f"{path}:{line_no}: not JSON ({exc})") from exc
 
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -86,7 +85,7 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
             except ValueError:
                 if line_no == 1:   # the header line: query-id, corpus-id, score
                     continue
-                raise ValueError(f"{path}:{line_no}: score {fields[2]!r} is not a number") from None
+                raise InvalidArgument(f"{path}:{line_no}: score {fields[2]!r} is not a number") from None
             qrels.setdefault(fields[0], {})[fields[1]] = score
     return qrels
 
@@ -95,11 +94,13 @@ def _pick_model(dataset: Path, model: str | None) -> str:
     root = dataset / "embeddings"
     if model is not None:
         if not (root / model).is_dir():
-            raise FileNotFoundError(f"no embeddings for model {model!r} under {root}")
+            have = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+            raise InvalidArgument(f"no embeddings for model {model!r} under {root} "
+                                  f"(have: {', '.join(have) or 'none'})")
         return model
     found = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
     if not found:
-        raise FileNotFoundError(f"no embeddings/<model>/ folder under {dataset}")
+        raise InvalidArgument(f"no embeddings/<model>/ folder under {dataset}")
     if len(found) > 1:
         log.info("several embedding models under %s (%s); using %s", root, ", ".join(found), found[0])
     return found[0]
@@ -113,8 +114,15 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
     are kept, in queries.jsonl order.
     """
     dataset = Path(dataset)
+    if not dataset.is_dir():
+        raise InvalidArgument(f"dataset folder {dataset} does not exist")
     model = _pick_model(dataset, model)
     emb_dir = dataset / "embeddings" / model
+    needed = [dataset / "corpus.jsonl", dataset / "queries.jsonl", dataset / "qrels" / f"{split}.tsv",
+              emb_dir / "corpus.npy", emb_dir / "queries.npy"]
+    missing_files = [str(p.relative_to(dataset)) for p in needed if not p.is_file()]
+    if missing_files:
+        raise InvalidArgument(f"{dataset} is not a BEIR folder: missing {', '.join(missing_files)}")
 
     doc_ids, titles, texts = [], [], []
     for row in _read_jsonl(dataset / "corpus.jsonl"):
@@ -123,7 +131,7 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
         texts.append(row.get("text") or "")
     doc_emb = np.load(emb_dir / "corpus.npy", mmap_mode="r")
     if doc_emb.ndim != 2 or doc_emb.shape[0] != len(doc_ids):
-        raise ValueError(f"{emb_dir / 'corpus.npy'} has shape {doc_emb.shape}; "
+        raise InvalidArgument(f"{emb_dir / 'corpus.npy'} has shape {doc_emb.shape}; "
                          f"corpus.jsonl has {len(doc_ids)} documents")
 
     all_qrels = _read_qrels(dataset / "qrels" / f"{split}.tsv")
@@ -132,15 +140,15 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
     query_rows = list(_read_jsonl(dataset / "queries.jsonl"))
     q_emb = np.load(emb_dir / "queries.npy", mmap_mode="r")
     if q_emb.ndim != 2 or q_emb.shape[0] != len(query_rows):
-        raise ValueError(f"{emb_dir / 'queries.npy'} has shape {q_emb.shape}; "
+        raise InvalidArgument(f"{emb_dir / 'queries.npy'} has shape {q_emb.shape}; "
                          f"queries.jsonl has {len(query_rows)} queries")
     if q_emb.shape[1] != doc_emb.shape[1]:
-        raise ValueError(f"query embeddings have {q_emb.shape[1]} dimensions, "
+        raise InvalidArgument(f"query embeddings have {q_emb.shape[1]} dimensions, "
                          f"corpus embeddings {doc_emb.shape[1]}")
     keep = [i for i, row in enumerate(query_rows) if str(row["_id"]) in qrels]
     missing = set(qrels) - {str(query_rows[i]["_id"]) for i in keep}
     if missing:
-        raise ValueError(f"{len(missing)} query id(s) in qrels/{split}.tsv are not in queries.jsonl, "
+        raise InvalidArgument(f"{len(missing)} query id(s) in qrels/{split}.tsv are not in queries.jsonl, "
                          f"e.g. {sorted(missing)[:3]}")
 
     return BeirDataset(
@@ -199,16 +207,16 @@ def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = 
     """
     knobs = dict(knobs or {})
     if "hybrid" in knobs:
-        raise ValueError("knobs may not set 'hybrid': each mode sets it")
+        raise InvalidArgument("knobs may not set 'hybrid': each mode sets it")
     if top_k < 1 or depth < top_k:
-        raise ValueError(f"need 1 <= top_k <= depth, got top_k={top_k}, depth={depth}")
+        raise InvalidArgument(f"need 1 <= top_k <= depth, got top_k={top_k}, depth={depth}")
 
     data = load_beir(Path(dataset), model)
     query_idx = list(range(len(data.query_ids)))
     if max_queries is not None:
         query_idx = query_idx[:max_queries]
     if not query_idx:
-        raise ValueError(f"{dataset}: no test query has a relevant judgment")
+        raise InvalidArgument(f"{dataset}: no test query has a relevant judgment")
 
     client = Client(conn)
     try:

@@ -115,24 +115,22 @@ class Client:
 
     @staticmethod
     def _create_args(name: str, embedding_dims: int, tenant: str, given: dict) -> tuple[Any, dict]:
+        unknown = set(given) - set(queries.CREATE_COLLECTION_CASTS)
+        if unknown:
+            raise InvalidArgument(f"unknown collection setting(s): {', '.join(sorted(unknown))}")
         params = {"collection": name, "embedding_dims": embedding_dims, "tenant": tenant}
         params.update({k: v for k, v in given.items() if v is not None})
         return queries.create_collection(list(params)), params
 
-    def create_collection(self, name: str, *, embedding_dims: int, search_language: str | None = None,
-                          distance: str | None = None, hybrid: bool | None = None,
-                          dense_weight: float | None = None, rrf_k: float | None = None,
-                          fetch_k: int | None = None, exact_search_limit: int | None = None,
-                          description: str | None = None) -> Collection:
-        """Create a collection; knobs left None take the database's defaults."""
-        query, params = self._create_args(name, embedding_dims, self.tenant, dict(
-            search_language=search_language, distance=distance, hybrid=hybrid,
-            dense_weight=dense_weight, rrf_k=rrf_k, fetch_k=fetch_k,
-            exact_search_limit=exact_search_limit, description=description))
+    def create_collection(self, name: str, *, embedding_dims: int, **settings: Any) -> Collection:
+        """Create a collection. Settings (search_language, distance, hybrid, dense_weight,
+        rrf_k, fetch_k, exact_search_limit, description) left out take the database's
+        defaults; the database range-checks each."""
+        query, params = self._create_args(name, embedding_dims, self.tenant, settings)
         return self._fetch(query, params, Collection)[0]
 
-    async def acreate_collection(self, name: str, *, embedding_dims: int, **knobs: Any) -> Collection:
-        query, params = self._create_args(name, embedding_dims, self.tenant, knobs)
+    async def acreate_collection(self, name: str, *, embedding_dims: int, **settings: Any) -> Collection:
+        query, params = self._create_args(name, embedding_dims, self.tenant, settings)
         return (await self._afetch(query, params, Collection))[0]
 
     def _alter_params(self, name: str, knobs: dict) -> dict:

@@ -89,10 +89,12 @@ def translate(exc: psycopg.Error) -> Exception:
     if state == "SF006":
         return DocumentNotFound(full)
     if state == "23514":  # check_violation: a knob's domain or a table CHECK
-        constraint = diag.constraint_name if diag else None
+        constraint = (diag.constraint_name if diag else None) or ""
         m = _DOMAIN.search(message)
-        knob = m.group(1) if m else (constraint or "").removesuffix("_range").removesuffix("_positive")
-        return InvalidKnob(f"invalid value for {knob}: {message}", knob=knob or None)
+        if m or constraint.endswith(("_range", "_positive", "_known")):
+            knob = m.group(1) if m else constraint.rsplit("_", 1)[0]
+            return InvalidKnob(f"invalid value for {knob}: {message}", knob=knob)
+        return InvalidArgument(full)
     if state == "23505" and diag and diag.constraint_name == "collections_tenant_name_key":
         return CollectionExists(full)
     if state == "22P02" and "vector" in message:

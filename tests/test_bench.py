@@ -1,0 +1,178 @@
+"""The quality benchmark: metrics against hand-computed values, and run_quality on a
+tiny synthetic BEIR folder whose every score is known in advance."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import unit
+from pgsift import InvalidArgument, metrics
+from pgsift.bench import format_table, load_beir, run_quality
+
+# -- metrics -------------------------------------------------------------------
+
+
+def test_ndcg_hand_computed():
+    # Ranking [a, b, c], qrels {b: 1, c: 2}; gain = relevance, discount log2(rank + 1):
+    #   DCG@3  = 0/log2(2) + 1/log2(3) + 2/log2(4) = 0 + 0.63093 + 1.0 = 1.63093
+    #   IDCG@3 = 2/log2(2) + 1/log2(3)             = 2 + 0.63093       = 2.63093
+    #   nDCG@3 = 1.63093 / 2.63093 = 0.61991
+    qrels = {"b": 1, "c": 2}
+    assert metrics.ndcg_at_k(["a", "b", "c"], qrels, 3) == pytest.approx(0.619907, abs=1e-6)
+    # Cut at 2: DCG@2 = 1/log2(3) = 0.63093; IDCG@2 is still 2.63093 -> 0.23981
+    assert metrics.ndcg_at_k(["a", "b", "c"], qrels, 2) == pytest.approx(0.239812, abs=1e-6)
+    # Ideal order scores 1; nothing relevant retrieved scores 0.
+    assert metrics.ndcg_at_k(["c", "b", "a"], qrels, 3) == pytest.approx(1.0)
+    assert metrics.ndcg_at_k(["x", "y"], qrels, 10) == 0.0
+    # Ideal DCG counts judged ids the ranking never returned: {c: 2} is missing here,
+    #   DCG@3 = 1/log2(2) = 1; IDCG@3 = 2.63093 -> 0.38010
+    assert metrics.ndcg_at_k(["b"], qrels, 3) == pytest.approx(1 / (2 + 1 / math.log2(3)), abs=1e-9)
+
+
+def test_zero_relevance_and_duplicates():
+    # An explicit 0 judgment is not relevant (trec_eval): same as not judged.
+    assert metrics.ndcg_at_k(["a", "b"], {"a": 0, "b": 1}, 2) == pytest.approx(1 / math.log2(3))
+    assert metrics.recall_at_k(["a"], {"a": 0, "b": 1}, 10) == 0.0
+    # A repeated id counts once, at its best rank, and does not use up a slot:
+    # [b, b, c] is read as [b, c] -> ideal order for {b: 2, c: 1}.
+    assert metrics.ndcg_at_k(["b", "b", "c"], {"b": 2, "c": 1}, 2) == pytest.approx(1.0)
+    # No relevant judgment at all: every metric is 0.
+    for fn in (metrics.ndcg_at_k, metrics.recall_at_k, metrics.mrr, metrics.hit_rate):
+        assert fn(["a"], {"a": 0}) == 0.0
+
+
+def test_recall_mrr_hit_rate_hand_computed():
+    qrels = {"b": 1, "c": 2, "z": 1}            # three relevant ids, z never retrieved
+    ranked = ["a", "b", "c", "d"]
+    assert metrics.recall_at_k(ranked, qrels, 1) == 0.0
+    assert metrics.recall_at_k(ranked, qrels, 2) == pytest.approx(1 / 3)
+    assert metrics.recall_at_k(ranked, qrels, 100) == pytest.approx(2 / 3)
+    assert metrics.mrr(ranked, qrels) == 0.5    # first relevant at rank 2
+    assert metrics.mrr(ranked, qrels, k=1) == 0.0
+    assert metrics.hit_rate(ranked, qrels, 1) == 0.0
+    assert metrics.hit_rate(ranked, qrels, 2) == 1.0
+    with pytest.raises(ValueError):
+        metrics.recall_at_k(ranked, qrels, -1)
+
+
+# -- a synthetic BEIR folder ------------------------------------------------------
+
+DIMS = 16
+FILLER = ["protein", "cell", "study", "patients", "results", "increase", "tissue", "signal"]
+
+
+def write_beir(root: Path, rng: np.random.Generator) -> Path:
+    """Six documents, random unit embeddings. Evaluated test queries:
+
+    q1: text "zymurgy" (a word only d3 has), embedding = d3's; qrels d3: 2 (and d1: 0)
+    q2: text "quokka" (a word only d5 has), embedding = d2's; qrels d2: 1
+    Not evaluated: q3 (judged in train only), q4 (no judgment), q5 (only a 0 judgment).
+    """
+    root.mkdir()
+    rare = {3: "zymurgy", 5: "quokka"}
+    docs = []
+    for i in range(6):
+        words = list(rng.choice(FILLER, size=8)) + ([rare[i]] if i in rare else [])
+        docs.append({"_id": f"d{i}", "title": f"Paper number {i}", "text": " ".join(words)})
+    doc_emb = unit(rng.normal(size=(6, DIMS))).astype(np.float32)
+
+    queries = [("q1", "zymurgy", doc_emb[3]), ("q2", "the quokka", doc_emb[2]),
+               ("q3", "protein", unit(rng.normal(size=DIMS))), ("q4", "cell", unit(rng.normal(size=DIMS))),
+               ("q5", "tissue", unit(rng.normal(size=DIMS)))]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (root / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t, "metadata": {}}) + "\n" for q, t, _ in queries))
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td3\t2\nq1\td1\t0\nq2\td2\t1\nq5\td4\t0\n")
+    (root / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq3\td0\t1\n")
+    emb = root / "embeddings" / "toy-model"
+    emb.mkdir(parents=True)
+    np.save(emb / "corpus.npy", doc_emb)
+    np.save(emb / "queries.npy", np.stack([e for _, _, e in queries]).astype(np.float32))
+    return root
+
+
+@pytest.fixture
+def toy(tmp_path: Path) -> Path:
+    return write_beir(tmp_path / "toy", np.random.default_rng(7))
+
+
+def test_load_beir(toy: Path):
+    data = load_beir(toy)
+    assert data.model == "toy-model" and data.name == "toy"
+    assert data.doc_ids == [f"d{i}" for i in range(6)] and data.dims == DIMS
+    assert data.query_ids == ["q1", "q2"]      # test queries with a relevant judgment only
+    assert data.qrels == {"q1": {"d3": 2, "d1": 0}, "q2": {"d2": 1}}
+    np.testing.assert_array_equal(data.query_embeddings[0], data.doc_embeddings[3])
+    with pytest.raises(InvalidArgument, match="have: toy-model"):
+        load_beir(toy, model="no-such-model")
+    (toy / "qrels" / "test.tsv").unlink()
+    with pytest.raises(InvalidArgument, match="not a BEIR folder: missing qrels/test.tsv"):
+        load_beir(toy)
+
+
+def test_load_beir_refuses_misaligned_embeddings(toy: Path):
+    np.save(toy / "embeddings" / "toy-model" / "corpus.npy", np.zeros((5, DIMS), dtype=np.float32))
+    with pytest.raises(InvalidArgument, match="corpus.jsonl has 6 documents"):
+        load_beir(toy)
+
+
+def test_run_quality_on_known_case(db, client, toy: Path):
+    result = run_quality(db, toy)
+
+    assert result["dataset"] == "toy"
+    assert result["n_docs"] == 6 and result["n_queries"] == 2
+    assert result["ingest_s"] >= 0
+    assert len(client.search("bench", "zymurgy", top_k=10)) == 1   # really ingested, text searchable
+    modes = result["modes"]
+    assert set(modes) == {"dense", "lexical", "hybrid"}
+    for m in modes.values():
+        assert set(m) == {"ndcg@10", "recall@100", "p50_ms", "p95_ms"}
+        assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"]
+
+    # Dense: each query's embedding is its relevant doc's, so that doc is rank 1.
+    assert modes["dense"]["ndcg@10"] == pytest.approx(1.0)
+    assert modes["dense"]["recall@100"] == pytest.approx(1.0)
+    # Lexical: q1's word is only in d3 (nDCG 1); q2's word is only in d5, not judged (0).
+    assert modes["lexical"]["ndcg@10"] == pytest.approx(0.5)
+    assert modes["lexical"]["recall@100"] == pytest.approx(0.5)
+    # Hybrid, w = 0.7, k = 60: q1 has d3 first in both legs (nDCG 1). For q2, d5 is in both
+    # legs (0.7/(60 + r) + 0.3/61 >= 0.0155 for dense rank r <= 6) and beats d2, dense
+    # rank 1 only (0.7/61 = 0.0115): d2 lands at rank 2, nDCG = 1/log2(3).
+    assert modes["hybrid"]["ndcg@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert modes["hybrid"]["recall@100"] == pytest.approx(1.0)
+
+    s = result["settings"]
+    assert s["model"] == "toy-model" and s["dims"] == DIMS and s["top_k"] == 10 and s["depth"] == 100
+    assert s["collection_defaults"]["dense_weight"] == pytest.approx(0.7)
+    json.dumps(result)   # the CLI's --json output
+
+    table = format_table(result)
+    assert "toy" in table and "6 docs" in table and "2 queries" in table
+    assert "nDCG@10" in table and "recall@100" in table
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[3:]}
+    assert set(rows) == {"dense", "lexical", "hybrid"}
+    assert rows["dense"][1] == "1.0000" and rows["lexical"][1] == "0.5000"
+
+
+def test_run_quality_rerun_knobs_and_max_queries(db, client, toy: Path):
+    run_quality(db, toy, collection="toy")
+    # Second run replaces the collection (dropped first), takes knobs and a query cap.
+    result = run_quality(db, toy, collection="toy", max_queries=1, knobs={"dense_weight": 1.0})
+    assert result["n_docs"] == 6 and result["n_queries"] == 1
+    assert [c.name for c in client.list_collections()] == ["toy"]
+    assert result["settings"]["knobs"] == {"dense_weight": 1.0}
+    assert result["modes"]["hybrid"]["ndcg@10"] == pytest.approx(1.0)
+
+    # All queries at dense_weight 1: hybrid ranks exactly like dense (q2's d2 back on top).
+    result = run_quality(db, toy, collection="toy", knobs={"dense_weight": 1.0})
+    assert result["modes"]["hybrid"]["ndcg@10"] == pytest.approx(1.0)
+
+    with pytest.raises(InvalidArgument, match="hybrid"):
+        run_quality(db, toy, knobs={"hybrid": False})

@@ -1,0 +1,471 @@
+"""pgsift.Client: defaults, document writes, hits, typed errors, async twins, pools,
+an embedder, and concurrent writers."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import numpy as np
+import psycopg
+import psycopg_pool
+import pytest
+
+import pgsift
+from conftest import random_documents, unit
+from pgsift import Chunk, Client, Document, Hit
+
+DIMS = 8
+
+
+@pytest.fixture
+async def aclient(dsn):
+    conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    try:
+        yield Client(conn)
+    finally:
+        await conn.close()
+
+
+def doc(uri: str, texts: list[str], seed: int = 0, **kw) -> Document:
+    rng = np.random.default_rng(seed)
+    return Document(source_uri=uri, chunks=[Chunk(content=t, embedding=unit(rng.normal(size=DIMS)))
+                                            for t in texts], **kw)
+
+
+def chunks_of(db, uri: str) -> list[tuple]:
+    return db.execute("select c.document_id, c.ordinal, c.content from sift.chunks c "
+                      "join sift.documents d using (document_id) where d.source_uri = %s "
+                      "order by c.ordinal", (uri,)).fetchall()
+
+
+def comparable(hits) -> list[tuple]:
+    """A hit without its ids, to compare results from two collections holding the same data."""
+    return [(h.rank, h.source_uri, h.ordinal, h.content, h.found_by, h.dense_rank, h.lexical_rank,
+             round(h.score, 12), None if h.dense_distance is None else round(h.dense_distance, 6))
+            for h in hits]
+
+
+# -- collections ------------------------------------------------------------------------------
+
+def test_create_collection_defaults(client):
+    c = client.create_collection("c", embedding_dims=DIMS)
+    assert isinstance(c, pgsift.Collection)
+    assert (c.dense_weight, c.rrf_k, c.fetch_k, c.hybrid, c.distance) == (0.7, 60, 40, True, "cosine")
+    assert (c.tenant, c.name, c.embedding_dims, c.search_language, c.exact_search_limit,
+            c.description) == ("default", "c", DIMS, "english", 10000, None)
+    assert client.get_collection("c") == c
+    assert client.list_collections() == [c]
+
+
+def test_create_and_alter_collection_knobs(client):
+    c = client.create_collection("c", embedding_dims=DIMS, distance="l2", hybrid=False, dense_weight=0.5,
+                                 rrf_k=10, fetch_k=100, exact_search_limit=0, description="notes",
+                                 search_language="simple")
+    assert (c.distance, c.hybrid, c.dense_weight, c.rrf_k, c.fetch_k, c.exact_search_limit,
+            c.description, c.search_language) == ("l2", False, 0.5, 10, 100, 0, "notes", "simple")
+    changed = client.alter_collection("c", dense_weight=0.25, hybrid=True)
+    assert (changed.dense_weight, changed.hybrid, changed.rrf_k) == (0.25, True, 10)
+
+
+def test_drop_collection_removes_everything(db, client):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [doc("a", ["one", "two"])])
+    client.drop_collection("c")
+    assert client.list_collections() == []
+    assert db.execute("select count(*) from sift.chunks").fetchone()[0] == 0
+
+
+# -- documents --------------------------------------------------------------------------------
+
+def test_upsert_replaces_a_documents_chunks(db, client):
+    client.create_collection("c", embedding_dims=DIMS)
+    [first] = client.upsert_documents("c", [doc("a", ["one", "two", "three"], title="v1")])
+    assert [r[1:] for r in chunks_of(db, "a")] == [(0, "one"), (1, "two"), (2, "three")]
+
+    [second] = client.upsert_documents("c", [doc("a", ["uno", "dos"], seed=1, title="v2")])
+    assert second == first
+    assert chunks_of(db, "a") == [(first, 0, "uno"), (first, 1, "dos")]
+    assert db.execute("select title from sift.documents").fetchall() == [("v2",)]
+    assert db.execute("select count(*) from sift.chunks").fetchone()[0] == 2
+
+
+def test_upsert_returns_ids_in_order_and_reports_progress(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    seen = []
+    ids = client.upsert_documents("c", [doc("a", ["x"]), doc("b", ["y"])], progress=seen.append)
+    assert len(ids) == 2 and ids[0] < ids[1]
+    assert [d.source_uri for d in seen] == ["a", "b"]
+
+
+def test_delete_document(db, client):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [doc("a", ["one", "two"]), doc("b", ["three"])])
+    assert client.delete_document("c", "a") is True
+    assert client.delete_document("c", "a") is False
+    assert chunks_of(db, "a") == []
+    assert [r[2] for r in chunks_of(db, "b")] == ["three"]
+
+
+# -- search -----------------------------------------------------------------------------------
+
+def test_search_returns_complete_hits(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    rng = np.random.default_rng(3)
+    client.upsert_documents("c", random_documents(rng, 10, DIMS))
+    target = unit(rng.normal(size=DIMS))
+    client.upsert_documents("c", [Document(
+        source_uri="target", title="Target", metadata={"k": "v"},
+        chunks=[Chunk(content="zulu refunds", context="billing", embedding=target)])])
+
+    result = client.search("c", "zulu", embedding=target, top_k=5)
+    assert isinstance(result, pgsift.SearchResult)
+    assert len(result) == 5 and all(isinstance(h, Hit) for h in result)
+    assert [h.rank for h in result] == [1, 2, 3, 4, 5]
+    assert result.legs == ["dense", "lexical"]
+    assert result.lexical_query == "'zulu'"
+
+    top = result[0]
+    assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit))
+    assert (top.source_uri, top.title, top.ordinal, top.content, top.context, top.metadata) == (
+        "target", "Target", 0, "zulu refunds", "billing", {"k": "v"})
+    assert (top.found_by, top.dense_rank, top.lexical_rank) == ("both", 1, 1)
+    assert top.dense_distance == pytest.approx(0, abs=1e-6)
+    assert top.lexical_score > 0
+    assert top.score == pytest.approx(0.7 / 61 + 0.3 / 61)
+    assert isinstance(top.chunk_id, int) and isinstance(top.document_id, int)
+    # every other hit came from the dense leg only (no other chunk says "zulu")
+    assert {h.found_by for h in result[1:]} == {"dense"}
+
+
+def test_search_filter_and_knobs(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    rng = np.random.default_rng(4)
+    client.upsert_documents("c", random_documents(rng, 12, DIMS))
+    q = unit(rng.normal(size=DIMS))
+    hits = client.search("c", embedding=q, top_k=20, filter={"parity": "even"})
+    assert len(hits) == 12 and {h.metadata["parity"] for h in hits} == {"even"}
+    dense_only = client.search("c", "alpha", embedding=q, top_k=5, hybrid=False)
+    assert dense_only.legs == ["dense"]
+    assert [h.dense_rank for h in dense_only] == [1, 2, 3, 4, 5]
+
+
+def test_index_path_gives_the_same_answer_as_the_exact_scan(client):
+    # exact_search_limit=0 sends the dense leg through the HNSW branch even for a tiny
+    # collection; on data this small it must find exactly what the exact scan finds.
+    client.create_collection("c", embedding_dims=DIMS)
+    rng = np.random.default_rng(6)
+    client.upsert_documents("c", random_documents(rng, 30, DIMS))
+    q = unit(rng.normal(size=DIMS))
+    exact = client.search("c", embedding=q, top_k=10)
+    walked = client.search("c", embedding=q, top_k=10, exact_search_limit=0)
+    assert [h.chunk_id for h in walked] == [h.chunk_id for h in exact]
+    assert [h.dense_distance for h in walked] == pytest.approx([h.dense_distance for h in exact])
+
+
+def test_explain_matches_search(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    rng = np.random.default_rng(5)
+    client.upsert_documents("c", random_documents(rng, 10, DIMS))
+    q = unit(rng.normal(size=DIMS))
+    hits = client.search("c", "alpha", embedding=q, top_k=4)
+    pool = client.explain("c", "alpha", embedding=q, top_k=4)
+    kept = [c for c in pool if c.kept]
+    assert [c.chunk_id for c in kept] == [h.chunk_id for h in hits]
+    assert all(isinstance(c, pgsift.Candidate) for c in pool) and len(pool) > len(kept)
+
+
+# -- typed errors -----------------------------------------------------------------------------
+
+def test_unknown_collection(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [doc("a", ["x"])])
+    for call in (lambda: client.search("nope", "x"),
+                 lambda: client.explain("nope", "x"),
+                 lambda: client.get_collection("nope"),
+                 lambda: client.alter_collection("nope", hybrid=False),
+                 lambda: client.drop_collection("nope"),
+                 lambda: client.delete_document("nope", "a"),
+                 lambda: client.upsert_documents("nope", [doc("a", ["x"])])):
+        with pytest.raises(pgsift.CollectionNotFound, match="nope"):
+            call()
+
+
+def test_collection_of_another_tenant_is_not_found(db, client):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [doc("a", ["x"])])
+    with pytest.raises(pgsift.CollectionNotFound):
+        Client(db, tenant="other").search("c", "x")
+
+
+def test_query_dimension_mismatch(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [doc("a", ["x"])])
+    with pytest.raises(pgsift.DimensionMismatch) as info:
+        client.search("c", "x", embedding=np.ones(5))
+    assert (info.value.got, info.value.expected) == (5, DIMS)
+    with pytest.raises(pgsift.DimensionMismatch):
+        client.explain("c", "x", embedding=np.ones(5))
+
+
+def test_search_checks_its_arguments_before_any_chunk_exists(client):
+    # The checks must not depend on the data: with sift.chunks still empty, a typo'd
+    # collection or a wrong-sized query embedding is an error, not an empty answer.
+    client.create_collection("c", embedding_dims=DIMS)
+    with pytest.raises(pgsift.CollectionNotFound):
+        client.search("nope", "x")
+    with pytest.raises(pgsift.DimensionMismatch):
+        client.search("c", "x", embedding=np.ones(5))
+    with pytest.raises(pgsift.CollectionNotFound):
+        client.explain("nope", "x")
+    with pytest.raises(pgsift.DimensionMismatch):
+        client.explain("c", "x", embedding=np.ones(5))
+
+
+def test_chunk_dimension_mismatch(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    bad = Document(source_uri="a", chunks=[Chunk(content="x", embedding=np.ones(DIMS + 1))])
+    with pytest.raises(pgsift.DimensionMismatch) as info:
+        client.upsert_documents("c", [bad])
+    assert (info.value.got, info.value.expected) == (DIMS + 1, DIMS)
+
+
+@pytest.mark.parametrize("bad_filter", [["parity"], "parity", 3], ids=["list", "str", "int"])
+def test_filter_must_be_a_dict(client, bad_filter):
+    client.create_collection("c", embedding_dims=DIMS)
+    with pytest.raises(pgsift.InvalidArgument, match="filter"):
+        client.search("c", "x", filter=bad_filter)
+
+
+def test_unknown_knob_names(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    with pytest.raises(pgsift.InvalidArgument, match="dense_wieght"):
+        client.search("c", "x", dense_wieght=0.5)
+    with pytest.raises(pgsift.InvalidArgument, match="dense_wieght"):
+        client.explain("c", "x", dense_wieght=0.5)
+    with pytest.raises(pgsift.InvalidArgument, match="dense_wieght"):
+        client.alter_collection("c", dense_wieght=0.5)
+    with pytest.raises(pgsift.InvalidArgument, match="dense_wieght"):
+        client.create_collection("d", embedding_dims=DIMS, dense_wieght=0.5)
+    assert [c.name for c in client.list_collections()] == ["c"]
+
+
+def test_out_of_range_search_knob(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    with pytest.raises(pgsift.InvalidKnob) as info:
+        client.search("c", "x", dense_weight=2)
+    assert info.value.knob == "dense_weight"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_non_finite_embeddings(db, client, value):
+    client.create_collection("c", embedding_dims=DIMS)
+    vec = np.ones(DIMS)
+    vec[3] = value
+    with pytest.raises(pgsift.InvalidArgument, match="NaN or infinity"):
+        client.search("c", "x", embedding=vec)
+    with pytest.raises(pgsift.InvalidArgument, match="NaN or infinity"):
+        client.upsert_documents("c", [Document(source_uri="a", chunks=[Chunk("x", vec)])])
+    assert db.execute("select count(*) from sift.documents").fetchone()[0] == 0
+
+
+def test_empty_documents_are_refused(db, client):
+    client.create_collection("c", embedding_dims=DIMS)
+    with pytest.raises(pgsift.InvalidArgument, match="no chunks"):
+        client.upsert_documents("c", [Document(source_uri="a", chunks=[])])
+    with pytest.raises(pgsift.InvalidArgument, match="no text"):
+        client.upsert_documents("c", [Document(source_uri="a", chunks=[Chunk("  ", np.ones(DIMS))])])
+    assert db.execute("select count(*) from sift.documents").fetchone()[0] == 0
+
+
+def test_malformed_embedding(client):
+    client.create_collection("c", embedding_dims=DIMS)
+    with pytest.raises(pgsift.InvalidArgument):
+        client.search("c", "x", embedding=["a", "b"])
+    with pytest.raises(pgsift.InvalidArgument):
+        client.search("c", "x", embedding=np.ones((2, 4)))
+
+
+# -- async twins ------------------------------------------------------------------------------
+
+async def test_async_twins_match_sync(db, client, aclient):
+    rng = np.random.default_rng(7)
+    docs = random_documents(rng, 15, DIMS)
+    q = unit(rng.normal(size=DIMS))
+
+    s = client.create_collection("s", embedding_dims=DIMS, dense_weight=0.6)
+    a = await aclient.acreate_collection("a", embedding_dims=DIMS, dense_weight=0.6)
+    assert dataclasses.replace(a, collection_id=s.collection_id, name="s", created_at=s.created_at) == s
+    assert await aclient.aget_collection("s") == s
+
+    s_ids = client.upsert_documents("s", docs)
+    a_ids = await aclient.aupsert_documents("a", docs)
+    assert len(s_ids) == len(a_ids) == 15
+
+    for kwargs in ({"query": "alpha bravo", "embedding": q},
+                   {"query": "charlie", "embedding": q, "hybrid": False},
+                   {"query": "delta", "filter": {"parity": "odd"}}):
+        sync_hits = client.search("s", top_k=7, **kwargs)
+        assert len(sync_hits) > 0
+        # the same collection read both ways: identical hits
+        assert (await aclient.asearch("s", top_k=7, **kwargs)).hits == sync_hits.hits
+        # the same data written both ways: the same ranking
+        assert comparable(await aclient.asearch("a", top_k=7, **kwargs)) == comparable(sync_hits)
+        assert await aclient.aexplain("s", top_k=7, **kwargs) == client.explain("s", top_k=7, **kwargs)
+
+    altered = await aclient.aalter_collection("a", fetch_k=10)
+    assert altered.fetch_k == 10
+    assert await aclient.adelete_document("a", "doc-0") is True
+    assert await aclient.adelete_document("a", "doc-0") is False
+    assert client.delete_document("s", "doc-0") is True
+    assert await aclient.amigrate() == []
+    await aclient.adrop_collection("a")
+    assert [c.name for c in client.list_collections()] == ["s"]
+
+
+async def test_async_typed_errors(aclient):
+    await aclient.acreate_collection("c", embedding_dims=DIMS)
+    await aclient.aupsert_documents("c", [doc("a", ["x"])])
+    with pytest.raises(pgsift.CollectionNotFound):
+        await aclient.asearch("nope", "x")
+    with pytest.raises(pgsift.DimensionMismatch) as info:
+        await aclient.asearch("c", "x", embedding=np.ones(3))
+    assert (info.value.got, info.value.expected) == (3, DIMS)
+    with pytest.raises(pgsift.CollectionExists):
+        await aclient.acreate_collection("c", embedding_dims=DIMS)
+    with pytest.raises(pgsift.InvalidKnob) as knob:
+        await aclient.acreate_collection("d", embedding_dims=DIMS, rrf_k=0)
+    assert knob.value.knob == "rrf_k"
+
+
+async def test_async_create_collection_refuses_unknown_knob_like_sync(aclient):
+    # The async twin refuses a misspelt setting the way the sync one does (not a KeyError).
+    with pytest.raises(pgsift.InvalidArgument, match="dense_wieght"):
+        await aclient.acreate_collection("c", embedding_dims=DIMS, dense_wieght=0.5)
+
+
+async def test_sync_and_async_methods_refuse_the_wrong_source(client, aclient):
+    await aclient.acreate_collection("c", embedding_dims=DIMS)
+    for call in (lambda: aclient.search("c", "x"),
+                 lambda: aclient.create_collection("d", embedding_dims=DIMS),
+                 lambda: aclient.upsert_documents("c", [doc("a", ["x"])]),
+                 lambda: aclient.delete_document("c", "a"),
+                 lambda: aclient.migrate()):
+        with pytest.raises(TypeError, match="a\\* methods"):
+            call()
+    for acall in (lambda: client.asearch("c", "x"),
+                  lambda: client.acreate_collection("d", embedding_dims=DIMS),
+                  lambda: client.aupsert_documents("c", [doc("a", ["x"])]),
+                  lambda: client.adelete_document("c", "a"),
+                  lambda: client.amigrate()):
+        with pytest.raises(TypeError, match="without 'a'"):
+            await acall()
+
+
+# -- pools ------------------------------------------------------------------------------------
+
+def test_connection_pool_source(dsn):
+    with psycopg_pool.ConnectionPool(dsn, min_size=1, max_size=2, open=True) as pool:
+        client = Client(pool)
+        client.create_collection("c", embedding_dims=DIMS)
+        client.upsert_documents("c", random_documents(np.random.default_rng(8), 5, DIMS))
+        hits = client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)
+        assert len(hits) == 3
+        assert client.delete_document("c", "doc-0") is True
+        with pytest.raises(pgsift.CollectionNotFound):
+            client.search("nope")
+        # errors leave no connection stuck in a transaction
+        with pool.connection() as conn:
+            assert conn.execute("select count(*) from sift.chunks").fetchone()[0] == 8
+
+
+async def test_async_connection_pool_source(dsn):
+    async with psycopg_pool.AsyncConnectionPool(dsn, min_size=1, max_size=2, open=False) as pool:
+        client = Client(pool)
+        await client.acreate_collection("c", embedding_dims=DIMS)
+        await client.aupsert_documents("c", random_documents(np.random.default_rng(8), 5, DIMS))
+        hits = await client.asearch("c", "alpha", embedding=np.ones(DIMS), top_k=3)
+        assert len(hits) == 3
+        assert await client.adelete_document("c", "doc-0") is True
+        with pytest.raises(TypeError):
+            client.search("c", "alpha")
+        async with pool.connection() as conn:
+            cur = await conn.execute("select count(*) from sift.chunks")
+            assert (await cur.fetchone())[0] == 8
+
+
+# -- embedder ---------------------------------------------------------------------------------
+
+class FakeEmbedder:
+    """Stands in for the local embedder: deterministic unit vectors from the text."""
+
+    dims = DIMS
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        out = [unit(np.random.default_rng(abs(hash(t)) % 2**32).normal(size=self.dims)) for t in texts]
+        return np.asarray(out, dtype=np.float32)
+
+
+def test_embedder_embeds_the_query(db):
+    embedder = FakeEmbedder()
+    client = Client(db, embedder=embedder)
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", random_documents(np.random.default_rng(9), 10, DIMS))
+
+    implicit = client.search("c", "alpha bravo", top_k=5)
+    assert embedder.calls == [["alpha bravo"]]
+    assert implicit.legs == ["dense", "lexical"]
+    explicit = Client(db).search("c", "alpha bravo", embedding=embedder.embed(["alpha bravo"])[0], top_k=5)
+    assert implicit.hits == explicit.hits
+
+    # a given embedding wins, and a blank query is not embedded
+    embedder.calls.clear()
+    client.search("c", "alpha", embedding=np.ones(DIMS))
+    client.search("c", "   ")
+    assert embedder.calls == []
+
+
+async def test_embedder_embeds_the_async_query(dsn):
+    embedder = FakeEmbedder()
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        client = Client(conn, embedder=embedder)
+        await client.acreate_collection("c", embedding_dims=DIMS)
+        await client.aupsert_documents("c", random_documents(np.random.default_rng(9), 10, DIMS))
+        hits = await client.asearch("c", "golf", top_k=3)
+    assert embedder.calls == [["golf"]]
+    assert hits.legs == ["dense", "lexical"] and len(hits) == 3
+
+
+# -- concurrent writers -----------------------------------------------------------------------
+
+def test_concurrent_upserts_all_land(db, dsn, client):
+    client.create_collection("c", embedding_dims=DIMS)
+    workers, per_worker, chunks_per_doc = 4, 20, 3
+    barrier = threading.Barrier(workers)
+    errors: list[BaseException] = []
+
+    def write(w: int):
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                docs = random_documents(np.random.default_rng(w), per_worker, DIMS,
+                                        chunks_per_doc=chunks_per_doc, prefix=f"w{w}")
+                barrier.wait(timeout=30)
+                Client(conn).upsert_documents("c", docs)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert db.execute("select count(*) from sift.documents").fetchone()[0] == workers * per_worker
+    assert db.execute("select count(*) from sift.chunks").fetchone()[0] == workers * per_worker * chunks_per_doc
+    bad = db.execute("select document_id from sift.chunks group by 1 "
+                     "having array_agg(ordinal order by ordinal) <> array[0, 1, 2]").fetchall()
+    assert bad == []

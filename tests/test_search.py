@@ -1,0 +1,293 @@
+"""End-to-end behaviour of sift.search, Client.search and explain."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+
+import pgsift
+from conftest import random_documents, unit
+from pgsift import Chunk, Client, Document
+
+DIMS = 8
+
+
+def f32(v) -> np.ndarray:
+    """What pgvector stores: float32, read back as float64."""
+    return np.asarray(v, dtype=np.float32).astype(np.float64)
+
+
+def stored_embeddings(db, collection: str, tenant: str = "default") -> dict[int, np.ndarray]:
+    rows = db.execute(
+        "select k.chunk_id, k.embedding::text from sift.chunks k"
+        " join sift.collections c on c.collection_id = k.collection_id"
+        " where c.name = %s and c.tenant = %s", (collection, tenant)).fetchall()
+    return {cid: np.array(json.loads(text)) for cid, text in rows}
+
+
+def chunk_ids(db, collection: str, tenant: str = "default") -> set[int]:
+    return set(stored_embeddings(db, collection, tenant))
+
+
+def exact_cosine_top(embeddings: dict[int, np.ndarray], query: np.ndarray, k: int) -> list[int]:
+    """Oracle: exact cosine top-k, ties by chunk id."""
+    ids = np.array(sorted(embeddings))
+    m = np.stack([embeddings[i] for i in ids])
+    dist = 1 - m @ query / (np.linalg.norm(m, axis=1) * np.linalg.norm(query))
+    return ids[np.lexsort((ids, dist))][:k].tolist()
+
+
+def ids(result) -> list[int]:
+    return [h.chunk_id for h in result]
+
+
+@pytest.fixture
+def corpus(client):
+    """60 random chunks plus three chunks sharing one embedding (an exact distance tie)."""
+    client.create_collection("corpus", embedding_dims=DIMS, fetch_k=10)
+    rng = np.random.default_rng(21)
+    query = f32(rng.normal(size=DIMS))
+    twin = unit(query + rng.normal(scale=0.3, size=DIMS))
+    docs = random_documents(rng, 30, DIMS)
+    docs += [Document(source_uri=f"twin-{i}", chunks=[Chunk(content="golf hotel twin", embedding=twin)])
+             for i in range(3)]
+    client.upsert_documents("corpus", docs)
+    return "corpus", query
+
+
+# -- hybrid off is plain dense search -------------------------------------------------
+
+def test_hybrid_off_equals_exact_cosine_top_k(client, db, corpus):
+    name, query = corpus
+    want = exact_cosine_top(stored_embeddings(db, name), query, 12)
+    twins = [h.chunk_id for h in client.search(name, "twin", top_k=3)]
+    assert set(twins) <= set(want)                                      # the tie is inside the top 12
+
+    result = client.search(name, "alpha bravo twin", embedding=query, top_k=12, hybrid=False)
+    assert ids(result) == want
+    assert result.legs == ["dense"] and result.lexical_query is None
+    assert all(h.found_by == "dense" and h.lexical_rank is None for h in result)
+    assert [h.dense_rank for h in result] == list(range(1, 13))
+    embeddings = stored_embeddings(db, name)
+    for h in result:
+        v = embeddings[h.chunk_id]
+        assert h.dense_distance == pytest.approx(1 - v @ query / np.linalg.norm(v) / np.linalg.norm(query), abs=1e-5)
+
+    # dense_weight has nothing to weigh when only one leg runs.
+    assert ids(client.search(name, "alpha twin", embedding=query, top_k=12, hybrid=False, dense_weight=0)) == want
+    # Text-free search is dense-only as well.
+    assert ids(client.search(name, embedding=query, top_k=12)) == want
+
+
+def test_hybrid_off_per_collection(client, db, corpus):
+    name, query = corpus
+    want = exact_cosine_top(stored_embeddings(db, name), query, 10)
+    assert ids(client.search(name, "alpha twin", embedding=query, top_k=10)) != want   # hybrid changes it
+    assert client.alter_collection(name, hybrid=False).hybrid is False
+    result = client.search(name, "alpha twin", embedding=query, top_k=10)
+    assert ids(result) == want
+    assert result.legs == ["dense"]
+    # The per-call knob still wins over the collection's setting.
+    assert client.search(name, "alpha twin", embedding=query, top_k=10, hybrid=True).legs == ["dense", "lexical"]
+
+
+# -- the metadata filter runs inside each leg --------------------------------------------
+
+@pytest.mark.parametrize("exact_search_limit", [10_000, 0], ids=["exact", "hnsw"])
+def test_filter_is_applied_inside_each_leg(client, db, exact_search_limit):
+    client.create_collection("f", embedding_dims=DIMS, fetch_k=5, exact_search_limit=exact_search_limit)
+    rng = np.random.default_rng(4)
+    query = unit(rng.normal(size=DIMS))
+    docs = []
+    for i in range(40):
+        if i % 2:   # odd: the best match in both legs
+            chunk = Chunk(content="zebra zebra zebra", embedding=unit(query + rng.normal(scale=0.01, size=DIMS)))
+        else:       # even: far away, and only some mention zebra once
+            chunk = Chunk(content="zebra and some filler" if i % 4 == 0 else "plain filler words",
+                          embedding=unit(rng.normal(size=DIMS)))
+        docs.append(Document(source_uri=f"d{i}", chunks=[chunk],
+                             metadata={"parity": "odd" if i % 2 else "even"}))
+    client.upsert_documents("f", docs)
+
+    unfiltered = client.search("f", "zebra", embedding=query, top_k=5)
+    assert {h.metadata["parity"] for h in unfiltered} == {"odd"}        # odd chunks win without the filter
+
+    result = client.search("f", "zebra", embedding=query, top_k=5, filter={"parity": "even"})
+    assert len(result) == 5                                             # not emptied by a post-fusion filter
+    assert {h.metadata["parity"] for h in result} == {"even"}
+    assert any(h.found_by == "both" for h in result)
+    pool = client.explain("f", "zebra", embedding=query, top_k=5, filter={"parity": "even"})
+    assert {c.source_uri for c in pool} <= {f"d{i}" for i in range(0, 40, 2)}
+    odd = [h.chunk_id for h in unfiltered]
+    asked = client.explain("f", "zebra", embedding=query, top_k=5, filter={"parity": "even"}, chunk_ids=odd)
+    for c in asked:
+        if c.chunk_id in odd:
+            assert not c.kept and c.reason.startswith("not retrieved")
+            assert "excluded by the metadata filter" in c.reason
+    # Lexical-only and dense-only searches filter too.
+    assert {h.metadata["parity"] for h in client.search("f", "zebra", top_k=5, filter={"parity": "even"})} == {"even"}
+    dense = client.search("f", embedding=query, top_k=5, filter={"parity": "even"})
+    assert len(dense) == 5 and {h.metadata["parity"] for h in dense} == {"even"}
+
+
+# -- isolation between collections and tenants -----------------------------------------
+
+def test_collections_and_tenants_are_isolated(db):
+    a, b = Client(db, tenant="a"), Client(db, tenant="b")
+    rng = np.random.default_rng(8)
+    docs = random_documents(rng, 10, DIMS)   # the very same documents everywhere
+    for client, name in ((a, "docs"), (b, "docs"), (a, "other")):
+        client.create_collection(name, embedding_dims=DIMS)
+        client.upsert_documents(name, docs)
+    own, theirs, sibling = chunk_ids(db, "docs", "a"), chunk_ids(db, "docs", "b"), chunk_ids(db, "other", "a")
+    assert len(own) == len(theirs) == len(sibling) == 20
+
+    query = rng.normal(size=DIMS)
+    for client, name, mine in ((a, "docs", own), (b, "docs", theirs), (a, "other", sibling)):
+        for kwargs in ({"embedding": query}, {}, {"embedding": query, "hybrid": False}):
+            result = client.search(name, "alpha charlie", top_k=50, **kwargs)
+            assert result.hits and set(ids(result)) <= mine
+    # explain never reveals another tenant's (or collection's) chunks, even when asked by id.
+    asked = sorted(theirs | sibling)[:10]
+    pool = a.explain("docs", "alpha", embedding=query, top_k=5, chunk_ids=asked)
+    assert {c.chunk_id for c in pool} <= own
+    assert not {c.chunk_id for c in pool} & set(asked)
+    with pytest.raises(pgsift.CollectionNotFound):
+        Client(db, tenant="c").search("docs", "alpha")
+
+
+# -- found_by, explain and the pool ------------------------------------------------------
+
+def test_explain_is_the_pool_behind_search(client, corpus):
+    name, query = corpus
+    text, top_k, fetch_k = "alpha bravo twin", 4, 10
+    result = client.search(name, text, embedding=query, top_k=top_k)
+    pool = client.explain(name, text, embedding=query, top_k=top_k)
+
+    for row in [*result, *pool]:
+        want = {(True, True): "both", (True, False): "dense", (False, True): "lexical"}[
+            (row.dense_rank is not None, row.lexical_rank is not None)]
+        assert row.found_by == want
+    dense = ids(client.search(name, text, embedding=query, top_k=fetch_k, hybrid=False))
+    lexical = ids(client.search(name, text, top_k=fetch_k))
+    assert len(lexical) == fetch_k
+    assert {c.chunk_id for c in pool} == set(dense) | set(lexical)
+    assert len(pool) <= 2 * fetch_k
+    assert [c.fused_rank for c in pool] == list(range(1, len(pool) + 1))
+    assert all(c.kept == (c.fused_rank <= top_k) for c in pool)
+    kept = [c for c in pool if c.kept]
+    assert [(c.chunk_id, c.score) for c in kept] == [(h.chunk_id, h.score) for h in result]
+    assert len(result) == top_k
+
+
+def test_explain_says_why_a_chunk_was_not_retrieved(client, db, corpus):
+    name, query = corpus
+    pool = client.explain(name, "twin", embedding=query, top_k=3)
+    outside = sorted(chunk_ids(db, name) - {c.chunk_id for c in pool})[:3]
+    assert outside
+    asked = client.explain(name, "twin", embedding=query, top_k=3, chunk_ids=outside)
+    assert [c.chunk_id for c in asked[:len(pool)]] == [c.chunk_id for c in pool]
+    extra = asked[len(pool):]
+    assert [c.chunk_id for c in extra] == outside
+    for c in extra:
+        assert c.kept is False and c.fused_rank is None and c.score is None
+        assert c.reason.startswith("not retrieved")
+        assert c.dense_distance is not None
+
+
+def test_explain_reason_when_the_pool_is_empty(client, db, corpus):
+    # Lexical-only search for a word no chunk has: the leg ran and matched nothing.
+    name, _ = corpus
+    asked = sorted(chunk_ids(db, name))[:2]
+    assert len(client.search(name, "zebra", top_k=5)) == 0
+    rows = client.explain(name, "zebra", top_k=5, chunk_ids=asked)
+    assert [c.chunk_id for c in rows] == asked
+    for c in rows:
+        assert c.kept is False and c.reason.startswith("not retrieved")
+        assert c.reason.endswith("does not match the lexical query")
+        assert c.legs == ["lexical"] and c.lexical_query == "'zebra'"
+
+
+# -- per-call knobs ----------------------------------------------------------------------
+
+def test_per_call_knobs_change_the_result(client, corpus):
+    name, query = corpus
+    text = "alpha bravo twin"
+    lexical = ids(client.search(name, text, top_k=10))
+    dense = ids(client.search(name, text, embedding=query, top_k=10, hybrid=False))
+    hybrid = ids(client.search(name, text, embedding=query, top_k=10))
+    lexical_first = client.search(name, text, embedding=query, top_k=10, dense_weight=0)
+    assert ids(lexical_first) == lexical
+    assert [h.lexical_rank for h in lexical_first] == list(range(1, 11))
+    dense_first = client.search(name, text, embedding=query, top_k=10, dense_weight=1)
+    assert ids(dense_first) == dense
+    assert hybrid not in (lexical, dense)
+
+    assert len(client.search(name, text, embedding=query, top_k=0)) == 0
+    small_fetch = client.search(name, text, embedding=query, top_k=8, fetch_k=2)
+    assert len(small_fetch) == 8
+    assert ids(client.search(name, text, embedding=query, top_k=10, rrf_k=1)) != hybrid
+
+
+# -- errors ------------------------------------------------------------------------------
+
+def test_errors_are_typed(client, corpus):
+    name, query = corpus
+    with pytest.raises(pgsift.CollectionNotFound):
+        client.search("nope", "alpha")
+    with pytest.raises(pgsift.DimensionMismatch) as err:
+        client.search(name, "alpha", embedding=np.ones(DIMS + 3))
+    assert (err.value.got, err.value.expected) == (DIMS + 3, DIMS)
+    for knob, value in (("dense_weight", 1.5), ("rrf_k", 0), ("fetch_k", 0), ("fetch_k", 1001)):
+        with pytest.raises(pgsift.InvalidKnob) as err:
+            client.search(name, "alpha", embedding=query, **{knob: value})
+        assert err.value.knob == knob
+        assert knob in str(err.value)
+
+
+def test_raw_sql_knob_out_of_range_is_a_check_violation(db):
+    with pytest.raises(psycopg.errors.CheckViolation):
+        db.execute("select * from sift.search(collection => 'x', dense_weight => 2)")
+
+
+# -- the plan (a fact about the statement, not a timing) ----------------------------------
+
+def _plan_nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)
+
+
+def _dense_leg_plan(db, collection_id: int, query: np.ndarray, exact: bool) -> list[dict]:
+    statement = db.execute("select sift._dense_leg_sql(%s, 'cosine', %s, false)", (DIMS, exact)).fetchone()[0]
+    db.execute(sql.SQL("prepare dense_leg(vector, bigint[], jsonb, integer) as {}").format(sql.SQL(statement)))
+    try:
+        explain = sql.SQL("explain (format json) execute dense_leg({}, {}, '{{}}', 10)").format(
+            sql.Literal("[" + ",".join(map(repr, query.tolist())) + "]"), sql.Literal([collection_id]))
+        plan = db.execute(explain).fetchone()[0]
+    finally:
+        db.execute("deallocate dense_leg")
+    return list(_plan_nodes(plan[0]["Plan"]))
+
+
+def test_large_collection_walks_the_hnsw_index(client, db):
+    col = client.create_collection("big", embedding_dims=DIMS, exact_search_limit=50)
+    rng = np.random.default_rng(2)
+    client.upsert_documents("big", random_documents(rng, 100, DIMS))
+    assert len(chunk_ids(db, "big")) > col.exact_search_limit
+    db.execute("analyze sift.chunks")
+    query = unit(rng.normal(size=DIMS))
+
+    hnsw = [n for n in _dense_leg_plan(db, col.collection_id, query, exact=False)
+            if n["Node Type"] == "Index Scan" and n.get("Index Name", "").startswith("chunks_hnsw_cosine_")]
+    assert hnsw and hnsw[0]["Index Name"] == f"chunks_hnsw_cosine_{DIMS}"
+    exact = _dense_leg_plan(db, col.collection_id, query, exact=True)
+    assert not [n for n in exact if n.get("Index Name", "").startswith("chunks_hnsw_")]
+
+    # And the search over the index still answers like the exact oracle here.
+    want = exact_cosine_top(stored_embeddings(db, "big"), f32(query), 10)
+    assert ids(client.search("big", embedding=query, top_k=10)) == want
