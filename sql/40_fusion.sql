@@ -15,8 +15,8 @@ as $$
          l as (select u.id, u.ord::integer as r
                from pg_catalog.unnest(lexical_ids) with ordinality as u(id, ord)),
          -- Subnormal weights count as 0: float8 division would underflow to an error.
-         w as (select case when dense_weight < 1e-300 then 0 else dense_weight end as dw,
-                      case when 1 - dense_weight < 1e-300 then 0 else 1 - dense_weight end as lw),
+         w as (select case when dense_weight < 2.2250738585072014e-308 then 0 else dense_weight end as dw,
+                      case when 1 - dense_weight < 2.2250738585072014e-308 then 0 else 1 - dense_weight end as lw),
          j as (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
                       coalesce(w.dw / (rrf_k + d.r), 0) + coalesce(w.lw / (rrf_k + l.r), 0) as s
                from d full join l on l.id = d.id cross join w)
