@@ -102,6 +102,9 @@ begin
     perform sift._check_dims(col, new.embedding, 'chunk embedding');
 
     new.search_vector := sift._search_vector(col.search_language, doc_title, new.context, new.content);
+    -- BM25's document length: the token positions in the stored vector.
+    new.lexical_length := (select coalesce(sum(pg_catalog.array_length(u.positions, 1)), 0)
+                           from pg_catalog.unnest(new.search_vector) u);
     -- A rough count (about four characters a token) when the writer gave none.
     new.token_count := coalesce(new.token_count, ceil(length(new.content) / 4.0)::integer);
     return new;

@@ -63,7 +63,10 @@ create or replace function sift.create_collection(
     rrf_k              sift.rrf_k default 60,
     fetch_k            sift.fetch_k default 40,
     exact_search_limit sift.exact_search_limit default 10000,
-    description        text default null)
+    description        text default null,
+    lexical_scorer     sift.lexical_scorer default 'bm25',
+    bm25_k1            sift.bm25_k1 default 1.2,
+    bm25_b             sift.bm25_b default 0.4)
 returns sift.collections
 language plpgsql volatile security invoker
 set search_path from current
@@ -73,21 +76,24 @@ declare
 begin
     insert into sift.collections as c
         (tenant, name, search_language, embedding_dims, distance, hybrid,
-         dense_weight, rrf_k, fetch_k, exact_search_limit, description)
+         dense_weight, rrf_k, fetch_k, exact_search_limit, description,
+         lexical_scorer, bm25_k1, bm25_b)
     values
         (create_collection.tenant, create_collection.collection,
          sift._regconfig(create_collection.search_language),
          create_collection.embedding_dims, create_collection.distance,
          create_collection.hybrid, create_collection.dense_weight,
          create_collection.rrf_k, create_collection.fetch_k,
-         create_collection.exact_search_limit, create_collection.description)
+         create_collection.exact_search_limit, create_collection.description,
+         create_collection.lexical_scorer, create_collection.bm25_k1, create_collection.bm25_b)
     returning c.* into created;
     perform sift._ensure_dense_index(created.embedding_dims, created.distance);
     return created;
 end;
 $$;
 comment on function sift.create_collection(text, integer, text, text, sift.distance, boolean,
-    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, text) is
+    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, text,
+    sift.lexical_scorer, sift.bm25_k1, sift.bm25_b) is
     'Creates a collection (unique per tenant) with its language, embedding size, distance and '
     'ranking knobs; every knob is range-checked by its domain. Adds the HNSW index for the '
     'embedding size if this is the first collection of that size. Writes.';
@@ -102,7 +108,10 @@ create or replace function sift.alter_collection(
     rrf_k              sift.rrf_k default null,
     fetch_k            sift.fetch_k default null,
     exact_search_limit sift.exact_search_limit default null,
-    description        text default null)
+    description        text default null,
+    lexical_scorer     sift.lexical_scorer default null,
+    bm25_k1            sift.bm25_k1 default null,
+    bm25_b             sift.bm25_b default null)
 returns sift.collections
 language plpgsql volatile security invoker
 set search_path from current
@@ -120,18 +129,28 @@ begin
         rrf_k              = coalesce(rrf_k, c.rrf_k),
         fetch_k            = coalesce(fetch_k, c.fetch_k),
         exact_search_limit = coalesce(exact_search_limit, c.exact_search_limit),
-        description        = coalesce(description, c.description)
+        description        = coalesce(description, c.description),
+        lexical_scorer     = coalesce(lexical_scorer, c.lexical_scorer),
+        bm25_k1            = coalesce(bm25_k1, c.bm25_k1),
+        bm25_b             = coalesce(bm25_b, c.bm25_b)
     where c.collection_id = col.collection_id
     returning c.* into changed;
     if changed.search_language is distinct from col.search_language then
         -- Re-analyse every chunk with the new language (the trigger rebuilds search_vector).
         update sift.chunks k set context = k.context where k.collection_id = col.collection_id;
+        delete from sift.term_lists l where l.collection_id = col.collection_id;
+    end if;
+    if changed.search_language is distinct from col.search_language
+       or changed.bm25_k1 <> col.bm25_k1 or changed.bm25_b <> col.bm25_b then
+        -- Impact lists are built for one language, k1 and b: rebuild them now.
+        perform sift.refresh_lexical_stats(collection => col.name, tenant => col.tenant);
     end if;
     return changed;
 end;
 $$;
 comment on function sift.alter_collection(text, text, text, boolean, sift.dense_weight,
-    sift.rrf_k, sift.fetch_k, sift.exact_search_limit, text) is
+    sift.rrf_k, sift.fetch_k, sift.exact_search_limit, text, sift.lexical_scorer, sift.bm25_k1,
+    sift.bm25_b) is
     'Changes a collection''s knobs (null leaves a knob as it is). A new search_language '
     're-analyses every chunk of the collection. Writes.';
 

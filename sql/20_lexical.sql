@@ -1,5 +1,6 @@
 -- Lexical leg: query parsing (OR over terms, quoted phrases required,
--- -exclusions) and ranking over the stored tsvector.
+-- -exclusions) and Okapi BM25 over the stored tsvector, with ts_rank_cd kept
+-- as a knob (lexical_scorer).
 
 create or replace function sift._tsquery_or(lexemes text[])
 returns tsquery
@@ -7,21 +8,21 @@ language sql immutable parallel safe security invoker
 as $$
     -- Lexemes are already normalised by the collection's configuration, so
     -- they are quoted verbatim (backslash and quote escaped) and OR'd.
-    select coalesce(
-        pg_catalog.string_agg(
-            '''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery,
-        ''::tsquery)
+    -- No lexemes: null (an empty tsquery literal would raise a NOTICE).
+    select pg_catalog.string_agg(
+        '''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ')::tsquery
     from pg_catalog.unnest(lexemes) as l
 $$;
 comment on function sift._tsquery_or(text[]) is
-    'Internal: an OR tsquery over already-normalised lexemes (empty array: empty tsquery).';
+    'Internal: an OR tsquery over already-normalised lexemes (no lexemes: null).';
 
 
-create or replace function sift.lexical_query(
+create or replace function sift._parse_query(
     query_text      text,
-    search_language regconfig default 'english',
-    max_terms       integer default 64)
-returns tsquery
+    search_language regconfig,
+    max_terms       integer default 64,
+    out match       tsquery,
+    out terms       text[])
 language plpgsql immutable parallel safe security invoker
 set search_path from current
 as $$
@@ -30,77 +31,266 @@ declare
     tok      record;
     words    text := '';
     phrase   tsquery;
-    positive tsquery := '';
-    required tsquery := '';
+    positive tsquery;
+    required tsquery;
     excluded integer := 0;
     phrases  integer := 0;
-    result   tsquery;
 begin
+    terms := '{}';
     -- Tokens: optional leading '-', then a "quoted phrase" or a bare word.
     -- A lone or unbalanced quote matches neither and is skipped.
     for tok in
-        select m[1] = '-' as negated, m[2] as quoted, m[3] as bare
+        select m[1] = '-' as negated, coalesce(m[2], m[3]) as body, m[2] is not null as quoted
         from pg_catalog.regexp_matches(clipped, '(-?)(?:"([^"]*)"|([^\s"]+))', 'g') as m
     loop
-        if tok.quoted is not null or tok.negated then
-            phrase := pg_catalog.phraseto_tsquery(search_language, coalesce(tok.quoted, tok.bare));
-            continue when pg_catalog.numnode(phrase) = 0;
-            if tok.negated then
-                continue when excluded >= max_terms;
-                excluded := excluded + 1;
-                required := required && !!phrase;
-            else
-                continue when phrases >= max_terms;
-                phrases := phrases + 1;
-                positive := positive || phrase;
-                required := required && phrase;
-            end if;
+        if not (tok.quoted or tok.negated) then
+            words := words || ' ' || tok.body;
+            continue;
+        end if;
+        -- Checked first: phraseto_tsquery of stopwords alone raises a NOTICE.
+        continue when pg_catalog.length(pg_catalog.to_tsvector(search_language, tok.body)) = 0;
+        phrase := pg_catalog.phraseto_tsquery(search_language, tok.body);
+        if tok.negated then
+            continue when excluded >= max_terms;
+            excluded := excluded + 1;
+            required := case when required is null then !!phrase else required && !!phrase end;
         else
-            words := words || ' ' || tok.bare;
+            continue when phrases >= max_terms;
+            phrases := phrases + 1;
+            positive := case when positive is null then phrase else positive || phrase end;
+            required := case when required is null then phrase else required && phrase end;
+            terms := terms || array(
+                select t.lexeme from pg_catalog.unnest(pg_catalog.to_tsvector(search_language, tok.body)) t);
         end if;
     end loop;
 
     -- Bare words: OR over their distinct lexemes, the first max_terms in query order.
-    positive := positive || sift._tsquery_or(array(
+    terms := terms || array(
         select t.lexeme
         from pg_catalog.unnest(pg_catalog.to_tsvector(search_language, words)) as t
         order by t.positions[1], t.lexeme
-        limit max_terms));
-
-    if pg_catalog.numnode(positive) = 0 then
-        return ''::tsquery;   -- nothing to search for (empty, stopwords, only exclusions)
+        limit max_terms);
+    terms := array(select u.t from pg_catalog.unnest(terms) with ordinality u(t, o)
+                   group by u.t order by min(u.o) limit 2 * max_terms);
+    if cardinality(terms) = 0 then
+        terms := null;   -- nothing to search for: empty, stopwords, only exclusions
+        return;
     end if;
-    result := positive && required;
-    return result;
+    positive := case when positive is null then sift._tsquery_or(terms)
+                     else positive || sift._tsquery_or(terms) end;
+    match := case when required is null then positive else positive && required end;
 end;
+$$;
+comment on function sift._parse_query(text, regconfig, integer) is
+    'Internal: the lexical leg''s view of a query: the tsquery a chunk must match and the '
+    'distinct positive terms BM25 scores (null when the text has none).';
+
+
+create or replace function sift.lexical_query(
+    query_text      text,
+    search_language regconfig default 'english',
+    max_terms       integer default 64)
+returns tsquery
+language sql immutable parallel safe security invoker
+as $$
+    select (sift._parse_query(query_text, search_language, max_terms)).match
 $$;
 comment on function sift.lexical_query(text, regconfig, integer) is
     'The tsquery the lexical leg runs for a user''s text: OR over the distinct terms (the first '
     'max_terms, default 64, in query order; AND makes real questions match nothing), '
     '"quoted phrases" required, -word and -"phrase" excluded. Never raises: empty, '
-    'punctuation-only, emoji or stopword-only text gives the empty tsquery, and the search '
-    'answers from the dense leg alone. Text past 100,000 characters is ignored.';
+    'punctuation-only, emoji or stopword-only text gives null, and the search answers from '
+    'the dense leg alone. Text past 100,000 characters is ignored.';
+
+
+create or replace function sift._bm25_impact(
+    tf double precision, dl double precision, avgdl double precision,
+    k1 double precision, b double precision)
+returns double precision
+language sql immutable parallel safe security invoker
+as $$
+    select tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+$$;
+comment on function sift._bm25_impact(double precision, double precision, double precision,
+    double precision, double precision) is
+    'Internal: BM25''s term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)).';
+
+
+create or replace function sift._bm25_scores(
+    ids bigint[], queries tsquery[], idfs double precision[], avgdl double precision,
+    k1 double precision, b double precision, match tsquery, filter jsonb, n integer)
+returns table (chunk_id bigint, score double precision)
+language sql stable security invoker
+as $$
+    -- Exact BM25 of the given chunks. tf is ts_rank_cd with every weight 1 on a
+    -- one-lexeme query: it counts the lexeme's positions, the same count the
+    -- statistics use.
+    select c.chunk_id, s.score
+    from sift.chunks c
+    cross join lateral (
+        select sum(q.idf * sift._bm25_impact(q.tf, c.lexical_length, avgdl, k1, b)) as score
+        from (select u.idf, pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, u.q) as tf
+              from unnest(queries, idfs) as u(q, idf)) q
+        where q.tf > 0
+    ) s
+    where c.chunk_id = any (ids)
+      and c.search_vector @@ match
+      and (filter is null or filter = '{}'::jsonb
+           or exists (select 1 from sift.documents d
+                      where d.document_id = c.document_id and d.metadata @> filter))
+    order by s.score desc, c.chunk_id
+    limit n
+$$;
+comment on function sift._bm25_scores(bigint[], tsquery[], double precision[], double precision,
+    double precision, double precision, tsquery, jsonb, integer) is
+    'Internal: exact BM25 scores of a candidate set, best n first, filter and match applied.';
 
 
 create or replace function sift._lexical_leg(
-    collection_ids bigint[], query tsquery, filter jsonb, n integer)
+    col     sift.collections,
+    match   tsquery,
+    terms   text[],
+    filter  jsonb,
+    n       integer,
+    scorer  text,
+    k1      double precision,
+    b       double precision)
 returns table (chunk_id bigint, rank integer, score double precision)
-language sql stable security invoker
+language plpgsql stable security invoker
+set search_path from current
 as $$
-    select s.chunk_id, (row_number() over (order by s.score desc, s.chunk_id))::integer, s.score
-    from (
-        select c.chunk_id, pg_catalog.ts_rank_cd(c.search_vector, query)::double precision as score
-        from sift.chunks c
-        where c.collection_id = any (collection_ids)
-          and c.search_vector @@ query
-          and (filter is null or filter = '{}'::jsonb
-               or exists (select 1 from sift.documents d
-                          where d.document_id = c.document_id and d.metadata @> filter))
-        order by 2 desc, c.chunk_id
-        limit n
-    ) s
-    order by 2
+#variable_conflict use_column
+declare
+    filtered   boolean := filter is not null and filter <> '{}'::jsonb;
+    n_chunks   double precision;
+    avgdl      double precision;
+    t_lexeme   text[];
+    t_query    tsquery[];
+    t_idf      double precision[];
+    t_listed   boolean[];
+    t_floor    double precision[];
+    t_drift    double precision[];
+    rare       tsquery;
+    rare_ids   bigint[];
+    depth      integer := 100;
+    ids        bigint[];
+    best       bigint[];
+    scores     double precision[];
+    threshold  double precision;
+begin
+    if scorer = 'ts_rank_cd' then
+        return query
+        select s.chunk_id, (row_number() over (order by s.score desc, s.chunk_id))::integer, s.score
+        from (select c.chunk_id, pg_catalog.ts_rank_cd(c.search_vector, match)::double precision as score
+              from sift.chunks c
+              where c.collection_id = col.collection_id and c.search_vector @@ match
+                and (not filtered or exists (select 1 from sift.documents d
+                                             where d.document_id = c.document_id
+                                               and d.metadata @> filter))
+              order by 2 desc, c.chunk_id
+              limit n) s
+        order by 2;
+        return;
+    end if;
+
+    select sum(s.chunks), sum(s.tokens)::double precision / nullif(sum(s.chunks), 0)
+    into n_chunks, avgdl
+    from sift.collection_lexical_stats s
+    where s.collection_id = col.collection_id;
+    if coalesce(n_chunks, 0) = 0 then
+        return;
+    end if;
+
+    -- Per term: exact df from the ledger, Lucene's idf, and whether it has an
+    -- impact list valid for these k1 and b.
+    select array_agg(q.lexeme order by q.lexeme),
+           array_agg(sift._tsquery_or(array[q.lexeme]) order by q.lexeme),
+           array_agg(ln(1 + (n_chunks - d.df + 0.5) / (d.df + 0.5)) order by q.lexeme),
+           array_agg(l.lexeme is not null and l.k1_ref = k1 and l.b_ref = b order by q.lexeme),
+           array_agg(coalesce(l.floor_impact, 0) order by q.lexeme),
+           array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme)
+    into t_lexeme, t_query, t_idf, t_listed, t_floor, t_drift
+    from pg_catalog.unnest(terms) as q(lexeme)
+    cross join lateral (select sum(s.df) as df from sift.term_stats s
+                        where s.collection_id = col.collection_id and s.lexeme = q.lexeme) d
+    left join sift.term_lists l on l.collection_id = col.collection_id and l.lexeme = q.lexeme
+    where d.df > 0;
+    if t_lexeme is null then
+        return;   -- no query term occurs in this collection
+    end if;
+
+    -- Rare terms (no list): every chunk holding one is a candidate (few, by definition).
+    rare := sift._tsquery_or(array(select u.l from unnest(t_lexeme, t_listed) u(l, listed)
+                                   where not u.listed));
+    if rare is not null then
+        rare_ids := array(select c.chunk_id from sift.chunks c
+                          where c.collection_id = col.collection_id and c.search_vector @@ rare);
+    end if;
+    if not (true = any (t_listed)) then
+        return query
+        select s.chunk_id, (row_number() over (order by s.score desc, s.chunk_id))::integer, s.score
+        from sift._bm25_scores(rare_ids, t_query, t_idf, avgdl, k1, b, match, filter, n) s;
+        return;
+    end if;
+
+    -- Common terms: read their impact lists best first, deeper each round,
+    -- until the n-th best exact score beats what any unread chunk could score
+    -- (threshold algorithm: an unread chunk holds no rare term, and for each
+    -- listed term at most the impact where reading stopped).
+    loop
+        ids := coalesce(rare_ids, '{}') || array(
+            select p.chunk_id
+            from unnest(t_lexeme, t_listed) u(l, listed)
+            cross join lateral (
+                select tp.chunk_id from sift.term_postings tp
+                where tp.collection_id = col.collection_id and tp.lexeme = u.l
+                order by tp.impact desc, tp.chunk_id
+                limit depth) p
+            where u.listed);
+        select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
+               array_agg(s.score order by s.score desc, s.chunk_id)
+        into best, scores
+        from sift._bm25_scores(ids, t_query, t_idf, avgdl, k1, b, match, filter, n) s;
+
+        select sum(u.idf * u.drift * coalesce(
+                   (select tp.impact from sift.term_postings tp
+                    where tp.collection_id = col.collection_id and tp.lexeme = u.l
+                    order by tp.impact desc, tp.chunk_id offset depth - 1 limit 1),
+                   u.floor))
+        into threshold
+        from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
+        where u.listed;
+
+        exit when coalesce(cardinality(best), 0) >= n and scores[n] >= threshold;
+        -- Lists exhausted: what is left below every floor is scored exhaustively.
+        if depth >= 1000000 or not exists (
+            select 1 from unnest(t_lexeme, t_listed) u(l, listed)
+            where u.listed and (select count(*) from (
+                select 1 from sift.term_postings tp
+                where tp.collection_id = col.collection_id and tp.lexeme = u.l
+                offset depth limit 1) x) > 0) then
+            if scores is null or cardinality(best) < n or scores[n] < threshold then
+                ids := array(select c.chunk_id from sift.chunks c
+                             where c.collection_id = col.collection_id and c.search_vector @@ match);
+                select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
+                       array_agg(s.score order by s.score desc, s.chunk_id)
+                into best, scores
+                from sift._bm25_scores(ids, t_query, t_idf, avgdl, k1, b, match, filter, n) s;
+            end if;
+            exit;
+        end if;
+        depth := depth * 4;
+    end loop;
+
+    return query
+    select u.id, u.ord::integer, u.score
+    from unnest(best, scores) with ordinality as u(id, score, ord)
+    order by u.ord;
+end;
 $$;
-comment on function sift._lexical_leg(bigint[], tsquery, jsonb, integer) is
-    'Internal: the top n chunks of the collections matching the tsquery, ranked by ts_rank_cd, '
-    'metadata filter applied inside the leg.';
+comment on function sift._lexical_leg(sift.collections, tsquery, text[], jsonb, integer, text,
+    double precision, double precision) is
+    'Internal: the top n chunks of a collection for the query, by Okapi BM25 (idf = '
+    'ln(1 + (N - df + 0.5) / (df + 0.5)), exact statistics) or by ts_rank_cd. Rare terms are '
+    'scored exhaustively; common terms are read best-first from their impact lists until the '
+    'top n is provably exact, so a common term never costs a scan of every matching chunk.';

@@ -35,23 +35,24 @@ comment on function sift.rrf(bigint[], bigint[], double precision, double precis
 
 create or replace function sift._legs(
     col sift.collections, query_text text, has_embedding boolean, hybrid boolean,
-    out legs text[], out lexical_query tsquery)
+    out legs text[], out lexical_query tsquery, out lexical_terms text[])
 language sql stable security invoker
 as $$
     -- Which legs a search runs: dense when there is a query embedding; lexical
     -- when hybrid is on (or there is no embedding) and the text has terms.
     with q as (
-        select case when coalesce(hybrid, col.hybrid) or not has_embedding
-                    then sift.lexical_query(query_text, col.search_language)
-                    else ''::tsquery end as tsq)
+        select p.match, p.terms
+        from sift._parse_query(
+            case when coalesce(hybrid, col.hybrid) or not has_embedding then query_text end,
+            col.search_language) p)
     select array_remove(array[case when has_embedding then 'dense' end,
-                              case when pg_catalog.numnode(q.tsq) > 0 then 'lexical' end], null),
-           q.tsq
+                              case when q.match is not null then 'lexical' end], null),
+           q.match, q.terms
     from q
 $$;
 comment on function sift._legs(sift.collections, text, boolean, boolean) is
-    'Internal: the legs a search runs and the tsquery of its lexical leg (shared by '
-    'candidates and explain, so they always agree).';
+    'Internal: the legs a search runs and its lexical query and terms (shared by candidates '
+    'and explain, so they always agree).';
 
 
 create or replace function sift.candidates(
@@ -65,7 +66,10 @@ create or replace function sift.candidates(
     dense_weight       sift.dense_weight default null,
     rrf_k              sift.rrf_k default null,
     fetch_k            sift.fetch_k default null,
-    exact_search_limit sift.exact_search_limit default null)
+    exact_search_limit sift.exact_search_limit default null,
+    lexical_scorer     sift.lexical_scorer default null,
+    bm25_k1            sift.bm25_k1 default null,
+    bm25_b             sift.bm25_b default null)
 returns table (
     chunk_id       bigint,
     document_id    bigint,
@@ -87,7 +91,8 @@ declare
     n     integer;
     w     double precision;
     k     double precision;
-    tsq   tsquery := '';
+    tsq   tsquery;
+    terms text[];
     ran   text[] := '{}';
     dense_ids   bigint[];
     dense_raw   double precision[];
@@ -103,7 +108,7 @@ begin
     w := coalesce(candidates.dense_weight, col.dense_weight);
     k := coalesce(candidates.rrf_k, col.rrf_k);
 
-    select x.legs, x.lexical_query into ran, tsq
+    select x.legs, x.lexical_query, x.lexical_terms into ran, tsq, terms
     from sift._legs(col, query_text, query_embedding is not null, candidates.hybrid) x;
     -- A leg that did not run leaves the other one's order untouched.
     if not ('lexical' = any (ran)) then w := 1; end if;
@@ -119,7 +124,10 @@ begin
     if 'lexical' = any (ran) then
         select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank)
         into lexical_ids, lexical_raw
-        from sift._lexical_leg(array[col.collection_id], tsq, candidates.filter, n) x;
+        from sift._lexical_leg(col, tsq, terms, candidates.filter, n,
+                               coalesce(candidates.lexical_scorer, col.lexical_scorer),
+                               coalesce(candidates.bm25_k1, col.bm25_k1),
+                               coalesce(candidates.bm25_b, col.bm25_b)) x;
     end if;
 
     return query
@@ -127,14 +135,15 @@ begin
            f.lexical_rank, lexical_raw[f.lexical_rank], f.score, f.fused_rank,
            case when f.dense_rank is not null and f.lexical_rank is not null then 'both'
                 when f.dense_rank is not null then 'dense' else 'lexical' end,
-           ran, nullif(tsq::text, '')
+           ran, tsq::text
     from sift.rrf(dense_ids, lexical_ids, w, k) f
     join sift.chunks c on c.chunk_id = f.chunk_id
     order by f.fused_rank, f.chunk_id;
 end;
 $$;
 comment on function sift.candidates(text, text, vector, sift.match_count, text, jsonb, boolean,
-    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit) is
+    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, sift.lexical_scorer,
+    sift.bm25_k1, sift.bm25_b) is
     'The fused candidate pool: each leg''s top max(fetch_k, match_count) chunks (metadata '
     'filter inside both legs), weighted RRF over their union, with every leg''s rank and raw '
     'score and which leg found each chunk. legs says which legs ran (lexical does not run for '

@@ -12,7 +12,10 @@ create or replace function sift.search(
     dense_weight       sift.dense_weight default null,
     rrf_k              sift.rrf_k default null,
     fetch_k            sift.fetch_k default null,
-    exact_search_limit sift.exact_search_limit default null)
+    exact_search_limit sift.exact_search_limit default null,
+    lexical_scorer     sift.lexical_scorer default null,
+    bm25_k1            sift.bm25_k1 default null,
+    bm25_b             sift.bm25_b default null)
 returns table (
     rank           integer,
     chunk_id       bigint,
@@ -50,7 +53,9 @@ begin
             query_embedding => search.query_embedding, match_count => search.match_count,
             tenant => search.tenant, filter => search.filter, hybrid => search.hybrid,
             dense_weight => search.dense_weight, rrf_k => search.rrf_k,
-            fetch_k => search.fetch_k, exact_search_limit => search.exact_search_limit) p
+            fetch_k => search.fetch_k, exact_search_limit => search.exact_search_limit,
+            lexical_scorer => search.lexical_scorer, bm25_k1 => search.bm25_k1,
+            bm25_b => search.bm25_b) p
     join sift.chunks c on c.chunk_id = p.chunk_id
     join sift.documents d on d.document_id = p.document_id
     where p.fused_rank <= search.match_count
@@ -58,7 +63,8 @@ begin
 end;
 $$;
 comment on function sift.search(text, text, vector, sift.match_count, text, jsonb, boolean,
-    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit) is
+    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, sift.lexical_scorer,
+    sift.bm25_k1, sift.bm25_b) is
     'Hybrid search in one statement: dense (pgvector HNSW, or exact for small collections) and '
     'lexical (tsvector, OR over terms, "phrases" required, -exclusions) legs, each taking its '
     'top max(fetch_k, match_count) inside the metadata filter (jsonb containment), fused by '
@@ -82,6 +88,9 @@ create or replace function sift.explain(
     rrf_k              sift.rrf_k default null,
     fetch_k            sift.fetch_k default null,
     exact_search_limit sift.exact_search_limit default null,
+    lexical_scorer     sift.lexical_scorer default null,
+    bm25_k1            sift.bm25_k1 default null,
+    bm25_b             sift.bm25_b default null,
     chunk_ids          bigint[] default null)
 returns table (
     fused_rank     integer,
@@ -117,7 +126,9 @@ begin
                 query_embedding => explain.query_embedding, match_count => explain.match_count,
                 tenant => explain.tenant, filter => explain.filter, hybrid => explain.hybrid,
                 dense_weight => explain.dense_weight, rrf_k => explain.rrf_k,
-                fetch_k => explain.fetch_k, exact_search_limit => explain.exact_search_limit)
+                fetch_k => explain.fetch_k, exact_search_limit => explain.exact_search_limit,
+                lexical_scorer => explain.lexical_scorer, bm25_k1 => explain.bm25_k1,
+                bm25_b => explain.bm25_b)
     ), col as (
         select * from sift._collection(explain.tenant, explain.collection)
     ), plan as (
@@ -148,12 +159,12 @@ begin
                    || case when explain.filter is not null and explain.filter <> '{}'::jsonb
                                 and not (d.metadata @> explain.filter)
                            then '; excluded by the metadata filter' else '' end
-                   || case when pg_catalog.numnode(plan.lexical_query) = 0
+                   || case when plan.lexical_query is null
                            then '; lexical leg did not run'
                            when c.search_vector @@ plan.lexical_query
                            then '; matches the lexical query'
                            else '; does not match the lexical query' end,
-               plan.legs, nullif(plan.lexical_query::text, '')
+               plan.legs, plan.lexical_query::text
         from col
         cross join plan
         join sift.chunks c on c.collection_id = col.collection_id
@@ -175,7 +186,8 @@ begin
 end;
 $$;
 comment on function sift.explain(text, text, vector, sift.match_count, text, jsonb, boolean,
-    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, bigint[]) is
+    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, sift.lexical_scorer,
+    sift.bm25_k1, sift.bm25_b, bigint[]) is
     'The candidate view: the whole fused pool behind sift.search with the same arguments, each '
     'chunk''s rank and raw score in every leg, fused score and rank, and whether it made the cut '
     '(kept, reason). Pass chunk_ids to also see chunks no leg retrieved and why (distance, '

@@ -26,7 +26,7 @@ ODD_WITH_TERMS = {
 }
 
 
-def lexical_query(db, text: str, language: str = "english") -> str:
+def lexical_query(db, text: str, language: str = "english") -> str | None:
     return db.execute("select sift.lexical_query(%s::text, %s::regconfig)::text", (text, language)).fetchone()[0]
 
 
@@ -75,7 +75,7 @@ def lexical_ids(client, collection: str, query: str) -> set[int]:
 @pytest.mark.parametrize("text", NO_TERMS)
 def test_text_without_terms_gives_the_dense_answer(client, db, words_collection, text):
     name, emb = words_collection
-    assert lexical_query(db, text) == ""
+    assert lexical_query(db, text) is None  # no terms: no lexical query at all
     hybrid = client.search(name, text, embedding=emb, top_k=8)
     dense = client.search(name, text, embedding=emb, top_k=8, hybrid=False)
     assert [h.chunk_id for h in hybrid] == [h.chunk_id for h in dense]
@@ -126,7 +126,7 @@ def test_lexical_query_normalises_terms(db):
     assert lexical_query(db, "the running of the dogs") == "'run' | 'dog'"   # stopwords vanish
     assert lexical_query(db, "Dogs DOGS dogs running") == "'dog' | 'run'"   # distinct, query order
     assert lexical_query(db, "fox -brown") == "'fox' & !'brown'"
-    assert lexical_query(db, "-brown") == ""                                # exclusions only
+    assert lexical_query(db, "-brown") is None                              # exclusions only
     assert lexical_query(db, "corriendo", "spanish") == "'corr'"
     assert lexical_query(db, "running", "simple") == "'running'"
 

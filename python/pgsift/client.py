@@ -37,7 +37,11 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-_KNOBS = ("hybrid", "dense_weight", "rrf_k", "fetch_k", "exact_search_limit")
+# Documents between two refreshes of the BM25 statistics during a long ingest.
+REFRESH_EVERY = 500
+
+_KNOBS = ("hybrid", "dense_weight", "rrf_k", "fetch_k", "exact_search_limit",
+          "lexical_scorer", "bm25_k1", "bm25_b")
 
 
 def _is_async(source: Any) -> bool:
@@ -182,13 +186,35 @@ class Client:
         }
         return params, rows
 
+    def refresh_lexical_stats(self, collection: str) -> tuple[int, int]:
+        """Fold pending BM25 statistics and build impact lists for common terms
+        (searches are exact without it, faster after it). upsert_documents and
+        delete_document run it; returns (rows folded, lists built)."""
+        return tuple(self._fetch(queries.REFRESH_LEXICAL_STATS,
+                                 {"collection": collection, "tenant": self.tenant})[0])
+
+    async def arefresh_lexical_stats(self, collection: str) -> tuple[int, int]:
+        return tuple((await self._afetch(queries.REFRESH_LEXICAL_STATS,
+                                         {"collection": collection, "tenant": self.tenant}))[0])
+
     def upsert_documents(self, collection: str, documents: Iterable[Document],
-                         progress: Callable[[Document], None] | None = None) -> list[int]:
+                         progress: Callable[[Document], None] | None = None,
+                         refresh_every: int = REFRESH_EVERY) -> list[int]:
         """Write documents, each in its own transaction: the document row, then its
         chunks by COPY, replacing any chunks it had. A failing document leaves its
-        previous version intact; the ones before it stay written."""
+        previous version intact; the ones before it stay written. Lexical statistics
+        are refreshed every `refresh_every` documents and at the end."""
         col = self.get_collection(collection)
         ids = []
+        try:
+            self._upsert(col, documents, progress, refresh_every, ids)
+        finally:
+            if ids:
+                self.refresh_lexical_stats(collection)
+        return ids
+
+    def _upsert(self, col: Collection, documents: Iterable[Document], progress, refresh_every: int,
+                ids: list[int]) -> None:
         with self._conn() as conn:
             for doc in documents:
                 params, rows = self._document_params(col, doc)
@@ -204,12 +230,23 @@ class Client:
                 ids.append(doc_id)
                 if progress:
                     progress(doc)
-        return ids
+                if len(ids) % refresh_every == 0:
+                    self.refresh_lexical_stats(col.name)
 
     async def aupsert_documents(self, collection: str, documents: Iterable[Document],
-                                progress: Callable[[Document], None] | None = None) -> list[int]:
+                                progress: Callable[[Document], None] | None = None,
+                                refresh_every: int = REFRESH_EVERY) -> list[int]:
         col = await self.aget_collection(collection)
         ids = []
+        try:
+            await self._aupsert(col, documents, progress, refresh_every, ids)
+        finally:
+            if ids:
+                await self.arefresh_lexical_stats(collection)
+        return ids
+
+    async def _aupsert(self, col: Collection, documents: Iterable[Document], progress,
+                       refresh_every: int, ids: list[int]) -> None:
         async with self._aconn() as conn:
             for doc in documents:
                 params, rows = self._document_params(col, doc)
@@ -226,16 +263,23 @@ class Client:
                 ids.append(doc_id)
                 if progress:
                     progress(doc)
-        return ids
+                if len(ids) % refresh_every == 0:
+                    await self.arefresh_lexical_stats(col.name)
 
     def delete_document(self, collection: str, source_uri: str) -> bool:
         """Delete a document and its chunks; False if there was none."""
         params = {"collection": collection, "source_uri": source_uri, "tenant": self.tenant}
-        return self._fetch(queries.DELETE_DOCUMENT, params)[0][0]
+        deleted = self._fetch(queries.DELETE_DOCUMENT, params)[0][0]
+        if deleted:
+            self.refresh_lexical_stats(collection)
+        return deleted
 
     async def adelete_document(self, collection: str, source_uri: str) -> bool:
         params = {"collection": collection, "source_uri": source_uri, "tenant": self.tenant}
-        return (await self._afetch(queries.DELETE_DOCUMENT, params))[0][0]
+        deleted = (await self._afetch(queries.DELETE_DOCUMENT, params))[0][0]
+        if deleted:
+            await self.arefresh_lexical_stats(collection)
+        return deleted
 
     # -- search ------------------------------------------------------------
 

@@ -26,6 +26,9 @@ class Collection:
     fetch_k: int
     exact_search_limit: int
     description: str | None
+    lexical_scorer: str
+    bm25_k1: float
+    bm25_b: float
     created_at: datetime
 
 

@@ -38,7 +38,8 @@ COLLECTION_COLUMNS = (
     "collection_id, tenant, name, search_language::text as search_language, embedding_dims, "
     "distance::text as distance, hybrid, dense_weight::float8 as dense_weight, "
     "rrf_k::float8 as rrf_k, fetch_k::int as fetch_k, exact_search_limit::int as exact_search_limit, "
-    "description, created_at"
+    "description, lexical_scorer::text as lexical_scorer, bm25_k1::float8 as bm25_k1, "
+    "bm25_b::float8 as bm25_b, created_at"
 )
 
 # create_collection is composed from the arguments actually given, so the
@@ -55,6 +56,9 @@ CREATE_COLLECTION_CASTS = {
     "fetch_k": "integer::sift.fetch_k",
     "exact_search_limit": "integer::sift.exact_search_limit",
     "description": "text",
+    "lexical_scorer": "text::sift.lexical_scorer",
+    "bm25_k1": "float8::sift.bm25_k1",
+    "bm25_b": "float8::sift.bm25_b",
 }
 
 
@@ -76,7 +80,10 @@ select {COLLECTION_COLUMNS} from sift.alter_collection(
     rrf_k => %(rrf_k)s::float8::sift.rrf_k,
     fetch_k => %(fetch_k)s::integer::sift.fetch_k,
     exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit,
-    description => %(description)s::text)
+    description => %(description)s::text,
+    lexical_scorer => %(lexical_scorer)s::text::sift.lexical_scorer,
+    bm25_k1 => %(bm25_k1)s::float8::sift.bm25_k1,
+    bm25_b => %(bm25_b)s::float8::sift.bm25_b)
 """
 
 GET_COLLECTION = f"""
@@ -123,7 +130,10 @@ _SEARCH_ARGS = """
     dense_weight => %(dense_weight)s::float8::sift.dense_weight,
     rrf_k => %(rrf_k)s::float8::sift.rrf_k,
     fetch_k => %(fetch_k)s::integer::sift.fetch_k,
-    exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit"""
+    exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit,
+    lexical_scorer => %(lexical_scorer)s::text::sift.lexical_scorer,
+    bm25_k1 => %(bm25_k1)s::float8::sift.bm25_k1,
+    bm25_b => %(bm25_b)s::float8::sift.bm25_b"""
 
 SEARCH = f"""
 select rank, chunk_id, document_id, source_uri, title, ordinal, content, context, metadata,
@@ -143,4 +153,8 @@ select sift.lexical_query(query_text => %(query_text)s::text,
                           search_language => %(search_language)s::regconfig)::text
 """
 
-COUNT_CHUNKS = "select count(*) from sift.chunks where collection_id = %(collection_id)s::bigint"
+REFRESH_LEXICAL_STATS = """
+select pending_folded, lists_built
+from sift.refresh_lexical_stats(collection => %(collection)s::text, tenant => %(tenant)s::text)
+"""
+

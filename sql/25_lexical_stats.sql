@@ -1,0 +1,183 @@
+-- BM25 statistics: maintained by statement triggers on sift.chunks (exact,
+-- append-only, no shared row to queue on), folded and extended by
+-- sift.refresh_lexical_stats (cheap; the Python client runs it after ingest).
+
+create or replace function sift._chunks_stats()
+returns trigger
+language plpgsql security invoker
+set search_path from current
+as $$
+begin
+    if tg_op in ('DELETE', 'UPDATE') then
+        -- (Chunks deleted with their collection leave no statistics to keep.)
+        insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
+        select o.collection_id, -count(*), -sum(o.lexical_length) from old_chunks o
+        where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
+        group by 1;
+        insert into sift.term_stats (collection_id, lexeme, df)
+        select o.collection_id, u.lexeme, -count(*)
+        from old_chunks o, pg_catalog.unnest(o.search_vector) u
+        where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
+        group by 1, 2;
+        if tg_op = 'UPDATE' then
+            -- Re-analysed chunks leave the impact lists; refresh rebuilds them.
+            delete from sift.term_postings p using old_chunks o where p.chunk_id = o.chunk_id;
+        end if;
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
+        select n.collection_id, count(*), sum(n.lexical_length) from new_chunks n group by 1;
+        insert into sift.term_stats (collection_id, lexeme, df)
+        select n.collection_id, u.lexeme, count(*)
+        from new_chunks n, pg_catalog.unnest(n.search_vector) u group by 1, 2;
+        -- A new chunk joins a common term's list when it beats the list's floor.
+        insert into sift.term_postings (collection_id, lexeme, chunk_id, impact)
+        select x.collection_id, x.lexeme, x.chunk_id, x.impact
+        from (select l.collection_id, l.lexeme, n.chunk_id, l.floor_impact,
+                     sift._bm25_impact(pg_catalog.array_length(u.positions, 1), n.lexical_length,
+                                       l.avgdl_ref, l.k1_ref, l.b_ref) as impact
+              from new_chunks n
+              cross join pg_catalog.unnest(n.search_vector) u
+              join sift.term_lists l on l.collection_id = n.collection_id and l.lexeme = u.lexeme) x
+        where x.impact > x.floor_impact;
+    end if;
+    return null;
+end;
+$$;
+comment on function sift._chunks_stats() is
+    'Trigger: appends BM25 statistics deltas (chunks, tokens, df per lexeme) for each '
+    'statement that writes chunks, and keeps common terms'' impact lists current.';
+
+drop trigger if exists chunks_stats_insert on sift.chunks;
+create trigger chunks_stats_insert after insert on sift.chunks
+    referencing new table as new_chunks
+    for each statement execute function sift._chunks_stats();
+drop trigger if exists chunks_stats_delete on sift.chunks;
+create trigger chunks_stats_delete after delete on sift.chunks
+    referencing old table as old_chunks
+    for each statement execute function sift._chunks_stats();
+drop trigger if exists chunks_stats_update on sift.chunks;
+create trigger chunks_stats_update after update on sift.chunks
+    referencing old table as old_chunks new table as new_chunks
+    for each statement execute function sift._chunks_stats();
+
+
+create or replace function sift._build_term_list(
+    collection_id bigint, lexeme text, list_size integer,
+    avgdl double precision, k1 double precision, b double precision)
+returns void
+language plpgsql volatile security invoker
+set search_path from current
+as $$
+#variable_conflict use_variable
+declare
+    q tsquery := sift._tsquery_or(array[lexeme]);
+    floor_impact double precision;
+begin
+    delete from sift.term_lists l where l.collection_id = _build_term_list.collection_id
+                                    and l.lexeme = _build_term_list.lexeme;
+    -- The (list_size + 1)-th best impact bounds every chunk left out.
+        select coalesce(min(x.impact) filter (where x.r > list_size), 0) into floor_impact
+        from (select sift._bm25_impact(pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q),
+                                       c.lexical_length, avgdl, k1, b) as impact,
+                     row_number() over (order by sift._bm25_impact(
+                         pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q),
+                         c.lexical_length, avgdl, k1, b) desc, c.chunk_id) as r
+              from sift.chunks c
+              where c.collection_id = _build_term_list.collection_id and c.search_vector @@ q) x
+        where x.r <= list_size + 1;
+    insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref)
+    values (collection_id, lexeme, floor_impact, avgdl, k1, b);
+    insert into sift.term_postings (collection_id, lexeme, chunk_id, impact)
+    select collection_id, lexeme, x.chunk_id, x.impact
+    from (select c.chunk_id,
+                 sift._bm25_impact(pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q),
+                                   c.lexical_length, avgdl, k1, b) as impact
+          from sift.chunks c
+          where c.collection_id = _build_term_list.collection_id and c.search_vector @@ q) x
+    where x.impact > floor_impact
+    order by x.impact desc, x.chunk_id
+    limit list_size;
+end;
+$$;
+comment on function sift._build_term_list(bigint, text, integer, double precision,
+    double precision, double precision) is
+    'Internal, writes: (re)builds one common term''s impact list: its best list_size chunks '
+    'and the floor every other chunk stays under.';
+
+
+create or replace function sift.refresh_lexical_stats(
+    collection   text,
+    tenant       text default 'default',
+    min_df       integer default 1000,
+    list_size    integer default 1000,
+    max_drift    double precision default 0.25)
+returns table (pending_folded bigint, lists_built integer)
+language plpgsql volatile security invoker
+set search_path from current
+as $$
+#variable_conflict use_column
+declare
+    col    sift.collections := sift._collection(refresh_lexical_stats.tenant,
+                                                refresh_lexical_stats.collection);
+    folded bigint := 0;
+    built  integer := 0;
+    avgdl  double precision;
+    term   record;
+begin
+    -- Fold pending deltas into one row per key (rows a concurrent writer has
+    -- not committed yet are invisible here and stay pending).
+    with gone as (
+        delete from sift.term_stats s
+        where s.collection_id = col.collection_id
+          and s.lexeme in (select p.lexeme from sift.term_stats p
+                           where p.collection_id = col.collection_id and p.pending)
+        returning s.lexeme, s.df)
+    insert into sift.term_stats (collection_id, lexeme, df, pending)
+    select col.collection_id, g.lexeme, sum(g.df), false from gone g
+    group by g.lexeme having sum(g.df) <> 0;
+    get diagnostics folded = row_count;
+    with gone as (
+        delete from sift.collection_lexical_stats s
+        where s.collection_id = col.collection_id
+        returning s.chunks, s.tokens)
+    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, pending)
+    select col.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0), false from gone g;
+
+    select s.tokens::double precision / nullif(s.chunks, 0) into avgdl
+    from sift.collection_lexical_stats s where s.collection_id = col.collection_id;
+    if avgdl is null then
+        delete from sift.term_lists l where l.collection_id = col.collection_id;
+        return query select folded, 0;
+        return;
+    end if;
+
+    -- Lists for terms that became common, and for those whose list no longer
+    -- matches the collection's k1, b or has drifted from the current avgdl.
+    delete from sift.term_lists l
+    where l.collection_id = col.collection_id
+      and not exists (select 1 from sift.term_stats s
+                      where s.collection_id = col.collection_id and s.lexeme = l.lexeme
+                      group by s.lexeme having sum(s.df) >= min_df);
+    for term in
+        select s.lexeme
+        from sift.term_stats s
+        left join sift.term_lists l on l.collection_id = s.collection_id and l.lexeme = s.lexeme
+        where s.collection_id = col.collection_id
+        group by s.lexeme, l.lexeme, l.k1_ref, l.b_ref, l.avgdl_ref
+        having sum(s.df) >= min_df
+           and (l.lexeme is null or l.k1_ref <> col.bm25_k1 or l.b_ref <> col.bm25_b
+                or abs(avgdl / l.avgdl_ref - 1) > max_drift)
+    loop
+        perform sift._build_term_list(col.collection_id, term.lexeme, list_size, avgdl,
+                                      col.bm25_k1, col.bm25_b);
+        built := built + 1;
+    end loop;
+    return query select folded, built;
+end;
+$$;
+comment on function sift.refresh_lexical_stats(text, text, integer, integer, double precision) is
+    'Folds pending BM25 statistics into one row per term (reads are exact either way, faster '
+    'after), builds impact lists for terms in at least min_df chunks, and rebuilds lists whose '
+    'k1, b or reference avgdl no longer hold. Cheap when little changed; the Python client runs '
+    'it after every upsert_documents and delete_document. Writes.';
