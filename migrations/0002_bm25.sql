@@ -66,7 +66,9 @@ create table sift.term_postings (
     collection_id bigint not null,
     lexeme        text not null,
     chunk_id      bigint not null references sift.chunks on delete cascade,
-    impact        double precision not null,
+    impact        double precision not null,   -- at the list's reference avgdl, k1, b
+    tf            real not null,               -- so the exact impact needs no chunk read
+    dl            integer not null,
     foreign key (collection_id, lexeme) references sift.term_lists on delete cascade
 );
 create index term_postings_impact_idx

@@ -117,31 +117,32 @@ comment on function sift._bm25_impact(double precision, double precision, double
 
 
 create or replace function sift._bm25_scores(
-    ids bigint[], queries tsquery[], idfs double precision[], avgdl double precision,
+    ids bigint[], terms text[], idfs double precision[], avgdl double precision,
     k1 double precision, b double precision, match tsquery, filter jsonb, n integer)
 returns table (chunk_id bigint, score double precision)
 language sql stable security invoker
 as $$
-    -- Exact BM25 of the given chunks. tf is ts_rank_cd with every weight 1 on a
-    -- one-lexeme query: it counts the lexeme's positions, the same count the
+    -- Exact BM25 of the given chunks. The query's lexemes are picked out of the
+    -- stored vector in one pass (every weight reset to D, the query's set to A,
+    -- then only A kept): tf is the count of positions, the same count the
     -- statistics use.
-    select c.chunk_id, s.score
+    select c.chunk_id,
+           sum(idfs[pg_catalog.array_position(terms, u.lexeme)]
+               * sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
+                                   avgdl, k1, b)) as score
     from sift.chunks c
-    cross join lateral (
-        select sum(q.idf * sift._bm25_impact(q.tf, c.lexical_length, avgdl, k1, b)) as score
-        from (select u.idf, pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, u.q) as tf
-              from unnest(queries, idfs) as u(q, idf)) q
-        where q.tf > 0
-    ) s
+    cross join lateral pg_catalog.unnest(pg_catalog.ts_filter(
+        pg_catalog.setweight(pg_catalog.setweight(c.search_vector, 'D'), 'A', terms), '{a}')) u
     where c.chunk_id = any (ids)
       and c.search_vector @@ match
       and (filter is null or filter = '{}'::jsonb
            or exists (select 1 from sift.documents d
                       where d.document_id = c.document_id and d.metadata @> filter))
-    order by s.score desc, c.chunk_id
+    group by c.chunk_id
+    order by 2 desc, c.chunk_id
     limit n
 $$;
-comment on function sift._bm25_scores(bigint[], tsquery[], double precision[], double precision,
+comment on function sift._bm25_scores(bigint[], text[], double precision[], double precision,
     double precision, double precision, tsquery, jsonb, integer) is
     'Internal: exact BM25 scores of a candidate set, best n first, filter and match applied.';
 
@@ -165,18 +166,25 @@ declare
     n_chunks   double precision;
     avgdl      double precision;
     t_lexeme   text[];
-    t_query    tsquery[];
     t_idf      double precision[];
     t_listed   boolean[];
     t_floor    double precision[];
     t_drift    double precision[];
     rare       tsquery;
-    rare_ids   bigint[];
-    depth      integer := 100;
-    ids        bigint[];
+    rare_ids   bigint[] := '{}';
+    scored     bigint[];
+    depth      integer := greatest(4 * n, 64);
+    batch      integer := greatest(2 * n, 50);
+    deeper     boolean;
+    bound      double precision;   -- what a chunk read from no list could score at most
+    cand_ids   bigint[];
+    cand_ub    double precision[];
+    floor_known double precision;
+    simple     boolean := not (filter is not null and filter <> '{}'::jsonb)
+                          and match::text = sift._tsquery_or(terms)::text;
+    pos        integer;
     best       bigint[];
     scores     double precision[];
-    threshold  double precision;
 begin
     if scorer = 'ts_rank_cd' then
         return query
@@ -202,15 +210,14 @@ begin
     end if;
 
     -- Per term: exact df from the ledger, Lucene's idf, and whether it has an
-    -- impact list valid for these k1 and b.
+    -- impact list valid for these k1 and b (drift: how far avgdl has grown since).
     select array_agg(q.lexeme order by q.lexeme),
-           array_agg(sift._tsquery_or(array[q.lexeme]) order by q.lexeme),
            array_agg(ln(1 + (n_chunks - d.df + 0.5) / (d.df + 0.5)) order by q.lexeme),
            array_agg(l.lexeme is not null and l.k1_ref = k1 and l.b_ref = b order by q.lexeme),
            array_agg(coalesce(l.floor_impact, 0) order by q.lexeme),
            array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme)
-    into t_lexeme, t_query, t_idf, t_listed, t_floor, t_drift
-    from pg_catalog.unnest(terms) as q(lexeme)
+    into t_lexeme, t_idf, t_listed, t_floor, t_drift
+    from unnest(terms) as q(lexeme)
     cross join lateral (select sum(s.df) as df from sift.term_stats s
                         where s.collection_id = col.collection_id and s.lexeme = q.lexeme) d
     left join sift.term_lists l on l.collection_id = col.collection_id and l.lexeme = q.lexeme
@@ -219,64 +226,104 @@ begin
         return;   -- no query term occurs in this collection
     end if;
 
-    -- Rare terms (no list): every chunk holding one is a candidate (few, by definition).
+    -- Rare terms (no list): every chunk holding one is scored exactly.
     rare := sift._tsquery_or(array(select u.l from unnest(t_lexeme, t_listed) u(l, listed)
                                    where not u.listed));
     if rare is not null then
         rare_ids := array(select c.chunk_id from sift.chunks c
                           where c.collection_id = col.collection_id and c.search_vector @@ rare);
     end if;
-    if not (true = any (t_listed)) then
-        return query
-        select s.chunk_id, (row_number() over (order by s.score desc, s.chunk_id))::integer, s.score
-        from sift._bm25_scores(rare_ids, t_query, t_idf, avgdl, k1, b, match, filter, n) s;
-        return;
-    end if;
+    select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
+           array_agg(x.score order by x.score desc, x.chunk_id)
+    into best, scores
+    from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, match, filter, n) x;
+    scored := rare_ids;
 
-    -- Common terms: read their impact lists best first, deeper each round,
-    -- until the n-th best exact score beats what any unread chunk could score
-    -- (threshold algorithm: an unread chunk holds no rare term, and for each
-    -- listed term at most the impact where reading stopped).
-    loop
-        ids := coalesce(rare_ids, '{}') || array(
-            select p.chunk_id
-            from unnest(t_lexeme, t_listed) u(l, listed)
+    -- Common terms: threshold algorithm over their impact lists. Read each list
+    -- best-first to a depth; a chunk holding no rare term can score at most
+    -- its known impacts plus, for each list it was not read from, the impact
+    -- where that list's reading stopped. Score exactly only the chunks whose
+    -- bound can still beat the n-th best; read deeper until nothing unread can.
+    while true = any (t_listed) loop
+        with r as (
+            select u.l, tp.chunk_id, tp.tf, tp.dl, tp.impact, u.idf,
+                   row_number() over (partition by u.l order by tp.impact desc, tp.chunk_id) as rn
+            from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
             cross join lateral (
-                select tp.chunk_id from sift.term_postings tp
-                where tp.collection_id = col.collection_id and tp.lexeme = u.l
-                order by tp.impact desc, tp.chunk_id
-                limit depth) p
-            where u.listed);
-        select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
-               array_agg(s.score order by s.score desc, s.chunk_id)
-        into best, scores
-        from sift._bm25_scores(ids, t_query, t_idf, avgdl, k1, b, match, filter, n) s;
+                select p.chunk_id, p.tf, p.dl, p.impact from sift.term_postings p
+                where p.collection_id = col.collection_id and p.lexeme = u.l
+                order by p.impact desc, p.chunk_id
+                limit depth + 1) tp
+            where u.listed
+        ), term_bound as (
+            -- Past the depth read, a list's chunks score at most the first
+            -- impact not read (its floor once the list is read to the end),
+            -- times the avgdl drift since the list was built.
+            select u.l, u.idf * u.drift * coalesce(
+                       (select r.impact from r where r.l = u.l and r.rn = depth + 1), u.floor) as b_t,
+                   exists (select 1 from r where r.l = u.l and r.rn = depth + 1) as more
+            from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
+            where u.listed
+        ), seen as (
+            select r.chunk_id,
+                   sum(r.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) as known,
+                   sum(r.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) - sum(tb.b_t) as gain
+            from r join term_bound tb on tb.l = r.l
+            left join unnest(scored) as done(chunk_id) on done.chunk_id = r.chunk_id
+            where r.rn <= depth and done.chunk_id is null
+            group by r.chunk_id
+        ), total as (
+            select sum(tb.b_t) as bound, bool_or(tb.more) as more from term_bound tb
+        )
+        select total.bound, total.more,
+               array(select s.chunk_id from seen s order by s.gain desc, s.chunk_id),
+               array(select total.bound + s.gain from seen s order by s.gain desc, s.chunk_id),
+               (select k.v from (select s.known as v from seen s
+                                 union all select unnest(scores)) k
+                order by k.v desc offset n - 1 limit 1)
+        from total
+        into bound, deeper, cand_ids, cand_ub, floor_known;
 
-        select sum(u.idf * u.drift * coalesce(
-                   (select tp.impact from sift.term_postings tp
-                    where tp.collection_id = col.collection_id and tp.lexeme = u.l
-                    order by tp.impact desc, tp.chunk_id offset depth - 1 limit 1),
-                   u.floor))
-        into threshold
-        from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
-        where u.listed;
+        -- With no filter and no required phrase, every chunk read from a list
+        -- matches, so its known impacts are a lower bound: while the unread
+        -- bound is above the n-th best of those, reading deeper (an index
+        -- range) is cheaper than scoring candidates that cannot all stay.
+        if simple and deeper and bound > coalesce(floor_known, 0) then
+            depth := depth * 4;
+            continue;
+        end if;
 
-        exit when coalesce(cardinality(best), 0) >= n and scores[n] >= threshold;
-        -- Lists exhausted: what is left below every floor is scored exhaustively.
-        if depth >= 1000000 or not exists (
-            select 1 from unnest(t_lexeme, t_listed) u(l, listed)
-            where u.listed and (select count(*) from (
-                select 1 from sift.term_postings tp
-                where tp.collection_id = col.collection_id and tp.lexeme = u.l
-                offset depth limit 1) x) > 0) then
-            if scores is null or cardinality(best) < n or scores[n] < threshold then
-                ids := array(select c.chunk_id from sift.chunks c
-                             where c.collection_id = col.collection_id and c.search_vector @@ match);
-                select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
-                       array_agg(s.score order by s.score desc, s.chunk_id)
-                into best, scores
-                from sift._bm25_scores(ids, t_query, t_idf, avgdl, k1, b, match, filter, n) s;
-            end if;
+        -- Exact scores for the most promising candidates, a batch at a time,
+        -- while a candidate's bound can still beat the current n-th best.
+        pos := 1;
+        while pos <= coalesce(cardinality(cand_ids), 0)
+              and (coalesce(cardinality(best), 0) < n or cand_ub[pos] > scores[n]) loop
+            select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
+                   array_agg(x.score order by x.score desc, x.chunk_id)
+            into best, scores
+            from (select z.chunk_id, z.score
+                  from (select * from unnest(best, scores) as y(chunk_id, score)
+                        union all
+                        select * from sift._bm25_scores(cand_ids[pos:pos + batch - 1], t_lexeme,
+                                                        t_idf, avgdl, k1, b, match, filter, n)) z
+                  where z.chunk_id is not null
+                  order by z.score desc, z.chunk_id
+                  limit n) x;
+            scored := scored || cand_ids[pos:pos + batch - 1];
+            pos := pos + batch;
+        end loop;
+
+        exit when coalesce(cardinality(best), 0) >= n and scores[n] > bound;
+        if not deeper then
+            -- Lists read to the end and the floors still leave room: score
+            -- every matching chunk (exact, slow; rare with sane list sizes).
+            select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
+                   array_agg(x.score order by x.score desc, x.chunk_id)
+            into best, scores
+            from sift._bm25_scores(array(select c.chunk_id from sift.chunks c
+                                         where c.collection_id = col.collection_id
+                                           and c.search_vector @@ match),
+                                   t_lexeme, t_idf, avgdl, k1, b, match, filter, n) x;
             exit;
         end if;
         depth := depth * 4;
@@ -293,4 +340,5 @@ comment on function sift._lexical_leg(sift.collections, tsquery, text[], jsonb, 
     'Internal: the top n chunks of a collection for the query, by Okapi BM25 (idf = '
     'ln(1 + (N - df + 0.5) / (df + 0.5)), exact statistics) or by ts_rank_cd. Rare terms are '
     'scored exhaustively; common terms are read best-first from their impact lists until the '
-    'top n is provably exact, so a common term never costs a scan of every matching chunk.';
+    'top n is provably exact (threshold algorithm), so a common term never costs a scan of '
+    'every matching chunk.';

@@ -31,9 +31,10 @@ begin
         select n.collection_id, u.lexeme, count(*)
         from new_chunks n, pg_catalog.unnest(n.search_vector) u group by 1, 2;
         -- A new chunk joins a common term's list when it beats the list's floor.
-        insert into sift.term_postings (collection_id, lexeme, chunk_id, impact)
-        select x.collection_id, x.lexeme, x.chunk_id, x.impact
+        insert into sift.term_postings (collection_id, lexeme, chunk_id, impact, tf, dl)
+        select x.collection_id, x.lexeme, x.chunk_id, x.impact, x.tf, x.dl
         from (select l.collection_id, l.lexeme, n.chunk_id, l.floor_impact,
+                     pg_catalog.array_length(u.positions, 1) as tf, n.lexical_length as dl,
                      sift._bm25_impact(pg_catalog.array_length(u.positions, 1), n.lexical_length,
                                        l.avgdl_ref, l.k1_ref, l.b_ref) as impact
               from new_chunks n
@@ -72,44 +73,43 @@ as $$
 #variable_conflict use_variable
 declare
     q tsquery := sift._tsquery_or(array[lexeme]);
-    floor_impact double precision;
 begin
     delete from sift.term_lists l where l.collection_id = _build_term_list.collection_id
                                     and l.lexeme = _build_term_list.lexeme;
-    -- The (list_size + 1)-th best impact bounds every chunk left out.
-        select coalesce(min(x.impact) filter (where x.r > list_size), 0) into floor_impact
-        from (select sift._bm25_impact(pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q),
-                                       c.lexical_length, avgdl, k1, b) as impact,
-                     row_number() over (order by sift._bm25_impact(
-                         pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q),
-                         c.lexical_length, avgdl, k1, b) desc, c.chunk_id) as r
+    -- One statement: score the term's chunks once, keep the best list_size; the
+    -- (list_size + 1)-th best impact is the floor bounding every chunk left out.
+    with x as materialized (
+        select y.chunk_id, y.tf, y.dl, sift._bm25_impact(y.tf, y.dl, avgdl, k1, b) as impact
+        from (select c.chunk_id, c.lexical_length as dl,
+                     pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q) as tf
               from sift.chunks c
-              where c.collection_id = _build_term_list.collection_id and c.search_vector @@ q) x
-        where x.r <= list_size + 1;
-    insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref)
-    values (collection_id, lexeme, floor_impact, avgdl, k1, b);
-    insert into sift.term_postings (collection_id, lexeme, chunk_id, impact)
-    select collection_id, lexeme, x.chunk_id, x.impact
-    from (select c.chunk_id,
-                 sift._bm25_impact(pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q),
-                                   c.lexical_length, avgdl, k1, b) as impact
-          from sift.chunks c
-          where c.collection_id = _build_term_list.collection_id and c.search_vector @@ q) x
-    where x.impact > floor_impact
+              where c.collection_id = _build_term_list.collection_id and c.search_vector @@ q) y
+    ), f as (
+        select coalesce((select x.impact from x order by x.impact desc, x.chunk_id
+                         offset list_size limit 1), 0) as floor_impact
+    ), list as (
+        insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref)
+        select collection_id, lexeme, f.floor_impact, avgdl, k1, b from f
+        returning 1
+    )
+    insert into sift.term_postings (collection_id, lexeme, chunk_id, impact, tf, dl)
+    select collection_id, lexeme, x.chunk_id, x.impact, x.tf, x.dl
+    from x, f
+    where x.impact > f.floor_impact
     order by x.impact desc, x.chunk_id
     limit list_size;
 end;
 $$;
 comment on function sift._build_term_list(bigint, text, integer, double precision,
     double precision, double precision) is
-    'Internal, writes: (re)builds one common term''s impact list: its best list_size chunks '
-    'and the floor every other chunk stays under.';
+    'Internal, writes (on the primary; never on the search path): (re)builds one common '
+    'term''s impact list: its best list_size chunks and the floor every other chunk stays under.';
 
 
 create or replace function sift.refresh_lexical_stats(
     collection   text,
     tenant       text default 'default',
-    min_df       integer default 1000,
+    min_df       integer default 100,
     list_size    integer default 1000,
     max_drift    double precision default 0.25)
 returns table (pending_folded bigint, lists_built integer)

@@ -228,6 +228,7 @@ def cmd_bench(args) -> int:
     from . import bench
 
     with _connect(args) as conn:
+        migrate(conn)
         result = bench.run_quality(conn, Path(args.dataset), model=args.model, collection=args.collection,
                                    max_queries=args.max_queries)
     print(json.dumps(result, indent=2) if args.json else bench.format_table(result))
@@ -308,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--max-queries", type=int)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_bench)
+
+    from . import eval_cli
+    eval_cli.register(sub)
     return parser
 
 
