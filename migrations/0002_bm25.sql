@@ -1,11 +1,12 @@
 -- pgsift 0002: Okapi BM25 for the lexical leg.
 --
 -- Statistics are an append-only ledger: every statement that writes chunks
--- adds one row of deltas per collection and per lexeme it touched, in the
--- same transaction as the chunks (so they are exact under MVCC, with no row
--- that concurrent writers would queue on). sift.refresh_lexical_stats folds
--- pending rows into one per key; readers sum whatever is there, so the
--- numbers are exact whether or not a refresh has run, only faster after it.
+-- adds one row of deltas per collection (chunk and token counts, and the
+-- lexemes with their document counts), in the same transaction as the chunks,
+-- so they are exact under MVCC with no row that concurrent writers would
+-- queue on. sift.refresh_lexical_stats folds pending rows; readers add
+-- whatever is still pending, so the numbers are exact whether or not a
+-- refresh has run, only faster after it.
 --
 -- Common terms additionally get an impact-ordered list of their best chunks
 -- (sift.term_postings), so the lexical leg reads top-k from an index instead
@@ -39,14 +40,21 @@ create table sift.collection_lexical_stats (
 );
 create index collection_lexical_stats_idx on sift.collection_lexical_stats (collection_id);
 
-create table sift.term_stats (
+-- Document frequencies: folded counts, plus one pending row per writing
+-- statement (its lexemes and their chunk counts as two sorted arrays), so a
+-- writer adds one row however many lexemes its chunks hold.
+create table sift.term_df (
     collection_id bigint not null references sift.collections on delete cascade,
     lexeme        text not null,
     df            bigint not null,
-    pending       boolean not null default true
+    primary key (collection_id, lexeme)
 );
-create index term_stats_idx on sift.term_stats (collection_id, lexeme);
-create index term_stats_pending_idx on sift.term_stats (collection_id) where pending;
+create table sift.term_df_pending (
+    collection_id bigint not null references sift.collections on delete cascade,
+    lexemes       text[] not null,
+    counts        bigint[] not null
+);
+create index term_df_pending_idx on sift.term_df_pending (collection_id);
 
 -- Impact-ordered lists for common terms. A term has a list when it has a row
 -- in term_lists; every chunk missing from its postings has an impact (at the
@@ -65,7 +73,9 @@ create table sift.term_lists (
 create table sift.term_postings (
     collection_id bigint not null,
     lexeme        text not null,
-    chunk_id      bigint not null references sift.chunks on delete cascade,
+    -- No foreign key to chunks: a key check would lock chunk rows while a list is
+    -- built and deadlock with writers; the delete trigger removes postings instead.
+    chunk_id      bigint not null,
     impact        double precision not null,   -- at the list's reference avgdl, k1, b
     tf            real not null,               -- so the exact impact needs no chunk read
     dl            integer not null,
@@ -78,7 +88,7 @@ create index term_postings_chunk_idx on sift.term_postings (chunk_id);
 -- Statistics for chunks that already exist.
 insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
 select c.collection_id, count(*), sum(c.lexical_length) from sift.chunks c group by 1;
-insert into sift.term_stats (collection_id, lexeme, df)
+insert into sift.term_df (collection_id, lexeme, df)
 select c.collection_id, u.lexeme, count(*)
 from sift.chunks c, pg_catalog.unnest(c.search_vector) u group by 1, 2;
 

@@ -70,6 +70,16 @@ comment on function sift._search_vector(regconfig, text, text, text) is
     'context header (B) and text (D), analysed with the collection''s language.';
 
 
+create or replace function sift._lists_lock_key(collection_id bigint)
+returns bigint
+language sql immutable parallel safe security invoker
+as $$
+    select pg_catalog.hashtextextended('pgsift.term_lists', collection_id)
+$$;
+comment on function sift._lists_lock_key(bigint) is
+    'Internal: the advisory lock key that orders chunk writers against impact-list builds.';
+
+
 create or replace function sift._chunks_before_write()
 returns trigger
 language plpgsql security invoker
@@ -79,6 +89,16 @@ declare
     col sift.collections;
     doc_title text;
 begin
+    -- Writers share this collection's lock; building impact lists takes it
+    -- alone (sift.refresh_lexical_stats), so no chunk lands between a list's
+    -- snapshot and the list becoming visible. Writers never wait on each other.
+    perform pg_catalog.pg_advisory_xact_lock_shared(
+        sift._lists_lock_key(case when tg_op = 'DELETE' then old.collection_id
+                                  else (select d.collection_id from sift.documents d
+                                        where d.document_id = new.document_id) end));
+    if tg_op = 'DELETE' then
+        return old;
+    end if;
     if tg_op = 'UPDATE' then
         if new.content is distinct from old.content then
             raise exception 'chunk text is never rewritten (chunk %)', old.chunk_id
@@ -116,7 +136,7 @@ comment on function sift._chunks_before_write() is
 
 drop trigger if exists chunks_before_write on sift.chunks;
 create trigger chunks_before_write
-    before insert or update on sift.chunks
+    before insert or update or delete on sift.chunks
     for each row execute function sift._chunks_before_write();
 
 

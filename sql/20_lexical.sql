@@ -218,8 +218,12 @@ begin
            array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme)
     into t_lexeme, t_idf, t_listed, t_floor, t_drift
     from unnest(terms) as q(lexeme)
-    cross join lateral (select sum(s.df) as df from sift.term_stats s
-                        where s.collection_id = col.collection_id and s.lexeme = q.lexeme) d
+    cross join lateral (
+        select coalesce((select t.df from sift.term_df t
+                         where t.collection_id = col.collection_id and t.lexeme = q.lexeme), 0)
+             + coalesce((select sum(p.counts[pg_catalog.array_position(p.lexemes, q.lexeme)])
+                         from sift.term_df_pending p
+                         where p.collection_id = col.collection_id), 0) as df) d
     left join sift.term_lists l on l.collection_id = col.collection_id and l.lexeme = q.lexeme
     where d.df > 0;
     if t_lexeme is null then

@@ -14,22 +14,24 @@ begin
         select o.collection_id, -count(*), -sum(o.lexical_length) from old_chunks o
         where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
         group by 1;
-        insert into sift.term_stats (collection_id, lexeme, df)
-        select o.collection_id, u.lexeme, -count(*)
-        from old_chunks o, pg_catalog.unnest(o.search_vector) u
-        where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
-        group by 1, 2;
-        if tg_op = 'UPDATE' then
-            -- Re-analysed chunks leave the impact lists; refresh rebuilds them.
-            delete from sift.term_postings p using old_chunks o where p.chunk_id = o.chunk_id;
-        end if;
+        insert into sift.term_df_pending (collection_id, lexemes, counts)
+        select x.collection_id, array_agg(x.lexeme order by x.lexeme), array_agg(-x.n order by x.lexeme)
+        from (select o.collection_id, u.lexeme, count(*) as n
+              from old_chunks o, pg_catalog.unnest(o.search_vector) u
+              where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
+              group by 1, 2) x
+        group by 1;
+        -- Deleted (or re-analysed) chunks leave the impact lists.
+        delete from sift.term_postings p using old_chunks o where p.chunk_id = o.chunk_id;
     end if;
     if tg_op in ('INSERT', 'UPDATE') then
         insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
         select n.collection_id, count(*), sum(n.lexical_length) from new_chunks n group by 1;
-        insert into sift.term_stats (collection_id, lexeme, df)
-        select n.collection_id, u.lexeme, count(*)
-        from new_chunks n, pg_catalog.unnest(n.search_vector) u group by 1, 2;
+        insert into sift.term_df_pending (collection_id, lexemes, counts)
+        select x.collection_id, array_agg(x.lexeme order by x.lexeme), array_agg(x.n order by x.lexeme)
+        from (select n.collection_id, u.lexeme, count(*) as n
+              from new_chunks n, pg_catalog.unnest(n.search_vector) u group by 1, 2) x
+        group by 1;
         -- A new chunk joins a common term's list when it beats the list's floor.
         insert into sift.term_postings (collection_id, lexeme, chunk_id, impact, tf, dl)
         select x.collection_id, x.lexeme, x.chunk_id, x.impact, x.tf, x.dl
@@ -111,7 +113,8 @@ create or replace function sift.refresh_lexical_stats(
     tenant       text default 'default',
     min_df       integer default 100,
     list_size    integer default 1000,
-    max_drift    double precision default 0.25)
+    max_drift    double precision default 0.25,
+    rebuild      boolean default false)
 returns table (pending_folded bigint, lists_built integer)
 language plpgsql volatile security invoker
 set search_path from current
@@ -128,15 +131,19 @@ begin
     -- Fold pending deltas into one row per key (rows a concurrent writer has
     -- not committed yet are invisible here and stay pending).
     with gone as (
-        delete from sift.term_stats s
-        where s.collection_id = col.collection_id
-          and s.lexeme in (select p.lexeme from sift.term_stats p
-                           where p.collection_id = col.collection_id and p.pending)
-        returning s.lexeme, s.df)
-    insert into sift.term_stats (collection_id, lexeme, df, pending)
-    select col.collection_id, g.lexeme, sum(g.df), false from gone g
-    group by g.lexeme having sum(g.df) <> 0;
+        delete from sift.term_df_pending p
+        where p.collection_id = col.collection_id
+        returning p.lexemes, p.counts
+    ), delta as (
+        select u.lexeme, sum(u.n) as n
+        from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
+        group by u.lexeme
+    )
+    insert into sift.term_df as t (collection_id, lexeme, df)
+    select col.collection_id, d.lexeme, d.n from delta d
+    on conflict (collection_id, lexeme) do update set df = t.df + excluded.df;
     get diagnostics folded = row_count;
+    delete from sift.term_df t where t.collection_id = col.collection_id and t.df = 0;
     with gone as (
         delete from sift.collection_lexical_stats s
         where s.collection_id = col.collection_id
@@ -154,20 +161,22 @@ begin
 
     -- Lists for terms that became common, and for those whose list no longer
     -- matches the collection's k1, b or has drifted from the current avgdl.
+    -- Alone on the collection's list lock: chunk writers (who share it) wait
+    -- until these lists are committed, so none slips between snapshot and list.
+    perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
     delete from sift.term_lists l
     where l.collection_id = col.collection_id
-      and not exists (select 1 from sift.term_stats s
-                      where s.collection_id = col.collection_id and s.lexeme = l.lexeme
-                      group by s.lexeme having sum(s.df) >= min_df);
+      and not exists (select 1 from sift.term_df t
+                      where t.collection_id = col.collection_id and t.lexeme = l.lexeme
+                        and t.df >= min_df);
     for term in
-        select s.lexeme
-        from sift.term_stats s
-        left join sift.term_lists l on l.collection_id = s.collection_id and l.lexeme = s.lexeme
-        where s.collection_id = col.collection_id
-        group by s.lexeme, l.lexeme, l.k1_ref, l.b_ref, l.avgdl_ref
-        having sum(s.df) >= min_df
-           and (l.lexeme is null or l.k1_ref <> col.bm25_k1 or l.b_ref <> col.bm25_b
-                or abs(avgdl / l.avgdl_ref - 1) > max_drift)
+        select t.lexeme
+        from sift.term_df t
+        left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
+        where t.collection_id = col.collection_id
+          and t.df >= min_df
+          and (rebuild or l.lexeme is null or l.k1_ref <> col.bm25_k1 or l.b_ref <> col.bm25_b
+               or abs(avgdl / l.avgdl_ref - 1) > max_drift)
     loop
         perform sift._build_term_list(col.collection_id, term.lexeme, list_size, avgdl,
                                       col.bm25_k1, col.bm25_b);
@@ -176,8 +185,10 @@ begin
     return query select folded, built;
 end;
 $$;
-comment on function sift.refresh_lexical_stats(text, text, integer, integer, double precision) is
-    'Folds pending BM25 statistics into one row per term (reads are exact either way, faster '
+comment on function sift.refresh_lexical_stats(text, text, integer, integer, double precision,
+    boolean) is
+    'Folds pending BM25 statistics (reads are exact either way, faster '
     'after), builds impact lists for terms in at least min_df chunks, and rebuilds lists whose '
-    'k1, b or reference avgdl no longer hold. Cheap when little changed; the Python client runs '
-    'it after every upsert_documents and delete_document. Writes.';
+    'k1, b or reference avgdl no longer hold (rebuild => true rebuilds every list, e.g. after '
+    'changing list_size). Cheap when little changed; the Python client runs it after every '
+    'upsert_documents and delete_document. Writes.';

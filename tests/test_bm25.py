@@ -1,0 +1,218 @@
+"""BM25 in SQL against a plain Python BM25 over the same lexemes.
+
+The oracle reads each chunk's lexemes and position counts straight from the
+stored tsvector (what to_tsvector produced), computes N, avgdl, df and the
+scores itself, and must agree with the lexical leg to 1e-9: through the
+exhaustive path, through the impact lists (threshold algorithm, with lists
+small enough to be read to the end and fall back on their floors), after
+writes that move avgdl, and with per-call k1/b.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+
+import numpy as np
+import psycopg
+import pytest
+
+from pgsift import Chunk, Client, Document
+from conftest import unit
+
+DIMS = 4
+VOCAB = [f"w{i:03d}" for i in range(300)]
+
+
+def zipf_text(rng: np.random.Generator, length: int) -> str:
+    # Heavy head: a few words occur in most chunks, most words are rare.
+    ranks = np.minimum(rng.zipf(1.3, size=length), len(VOCAB)) - 1
+    return " ".join(VOCAB[r] for r in ranks)
+
+
+def corpus(rng: np.random.Generator, n_docs: int, prefix: str = "d") -> list[Document]:
+    return [Document(source_uri=f"{prefix}{i}", title=None,
+                     chunks=[Chunk(content=zipf_text(rng, int(rng.integers(5, 60))),
+                                   embedding=unit(rng.normal(size=DIMS)))])
+            for i in range(n_docs)]
+
+
+def python_bm25(db, collection_id: int, terms: list[str], k1: float, b: float) -> dict[int, float]:
+    rows = db.execute(
+        "select c.chunk_id, u.lexeme, array_length(u.positions, 1) from sift.chunks c, "
+        "unnest(c.search_vector) u where c.collection_id = %s", [collection_id]).fetchall()
+    tf: dict[int, Counter] = {}
+    for chunk_id, lexeme, count in rows:
+        tf.setdefault(chunk_id, Counter())[lexeme] = count
+    n = len(tf)
+    avgdl = sum(sum(c.values()) for c in tf.values()) / n
+    df = Counter(lex for c in tf.values() for lex in c)
+    scores = {}
+    for chunk_id, counts in tf.items():
+        dl = sum(counts.values())
+        s = 0.0
+        for t in set(terms):
+            f = counts.get(t, 0)
+            if f:
+                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
+        if s > 0:
+            scores[chunk_id] = s
+    return scores
+
+
+def query_terms(db, text: str) -> list[str]:
+    return db.execute("select (sift._parse_query(%s, 'english')).terms", [text]).fetchone()[0] or []
+
+
+def lexical_leg(client: Client, name: str, text: str, n: int, **knobs) -> list[tuple[int, float]]:
+    result = client.search(name, text, top_k=n, **knobs)
+    assert all(h.found_by == "lexical" for h in result)
+    return [(h.chunk_id, h.lexical_score) for h in result]
+
+
+def assert_same_top(sql: list[tuple[int, float]], oracle: dict[int, float], n: int) -> None:
+    expected = sorted(oracle.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    assert [c for c, _ in sql] == [c for c, _ in expected]
+    for (_, got), (_, want) in zip(sql, expected):
+        assert got == pytest.approx(want, abs=1e-9, rel=0)
+
+
+def random_queries(rng: np.random.Generator, count: int) -> list[str]:
+    return [zipf_text(rng, int(rng.integers(1, 8))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sql_bm25_equals_python_bm25(client, db, seed):
+    rng = np.random.default_rng(seed)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 80))
+    for text in random_queries(rng, 15):
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+        assert_same_top(lexical_leg(client, "c", text, 30), oracle, 30)
+
+
+def test_impact_lists_give_the_exhaustive_answer(client, db):
+    """Small lists force every path: deepening, lists read to the end, the floor fallback."""
+    rng = np.random.default_rng(7)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 150))
+    folded, built = db.execute(
+        "select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 8, rebuild => true)").fetchone()
+    assert built > 10
+    assert db.execute("select max(n) from (select count(*) n from sift.term_postings group by lexeme) x"
+                      ).fetchone()[0] == 8
+    for text in random_queries(rng, 25):
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+        for n in (1, 5, 20):
+            assert_same_top(lexical_leg(client, "c", text, n), oracle, n)
+
+
+def test_lists_stay_exact_when_avgdl_moves_without_a_refresh(client, db):
+    rng = np.random.default_rng(11)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 100))
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 20, rebuild => true)")
+    # Longer chunks written straight through SQL: no refresh, the lists' avgdl is stale.
+    for i in range(30):
+        doc_id = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, %s) "
+                            "returning document_id", [col.collection_id, f"long{i}"]).fetchone()[0]
+        db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) values (%s, 0, %s, %s)",
+                   [doc_id, zipf_text(rng, 200), str(unit(rng.normal(size=DIMS)).tolist())])
+    for text in random_queries(rng, 20):
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+        assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
+
+
+def test_per_call_k1_b_and_the_ts_rank_cd_knob(client, db):
+    rng = np.random.default_rng(5)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 120))
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 10, rebuild => true)")
+    text = "w000 w001 w007 w050"
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), 2.0, 0.9)
+    assert_same_top(lexical_leg(client, "c", text, 15, bm25_k1=2.0, bm25_b=0.9), oracle, 15)
+    cd = client.search("c", text, top_k=15, lexical_scorer="ts_rank_cd")
+    expected = db.execute(
+        "select chunk_id from sift.chunks where search_vector @@ sift.lexical_query(%s) "
+        "order by ts_rank_cd(search_vector, sift.lexical_query(%s)) desc, chunk_id limit 15",
+        [text, text]).fetchall()
+    assert [h.chunk_id for h in cd] == [r[0] for r in expected]
+    client.alter_collection("c", lexical_scorer="ts_rank_cd")
+    assert [h.chunk_id for h in client.search("c", text, top_k=15)] == [r[0] for r in expected]
+
+
+def recount(db, collection_id: int) -> tuple[tuple, dict[str, int]]:
+    totals = db.execute("select count(*), coalesce(sum(lexical_length), 0) from sift.chunks "
+                        "where collection_id = %s", [collection_id]).fetchone()
+    df = dict(db.execute("select u.lexeme, count(*) from sift.chunks c, unnest(c.search_vector) u "
+                         "where c.collection_id = %s group by 1", [collection_id]).fetchall())
+    return tuple(int(x) for x in totals), df
+
+
+def ledger(db, collection_id: int) -> tuple[tuple, dict[str, int]]:
+    totals = db.execute("select coalesce(sum(chunks), 0), coalesce(sum(tokens), 0) "
+                        "from sift.collection_lexical_stats where collection_id = %s",
+                        [collection_id]).fetchone()
+    df = dict(db.execute(
+        "select lexeme, sum(df) from (select lexeme, df from sift.term_df where collection_id = %s "
+        "union all select u.l, u.n from sift.term_df_pending p, unnest(p.lexemes, p.counts) u(l, n) "
+        "where p.collection_id = %s) x group by 1 having sum(df) <> 0",
+        [collection_id, collection_id]).fetchall())
+    return tuple(int(x) for x in totals), {k: int(v) for k, v in df.items()}
+
+
+def test_statistics_match_a_recount_after_concurrent_writers(client, db, dsn):
+    rng = np.random.default_rng(3)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 40, prefix="base"))
+    errors: list[Exception] = []
+
+    def writer(worker: int) -> None:
+        try:
+            local = np.random.default_rng(100 + worker)
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                c = Client(conn)
+                for round_ in range(3):
+                    # new documents, a replacement of a shared one, and a delete
+                    c.upsert_documents("c", corpus(local, 10, prefix=f"w{worker}-{round_}-"),
+                                       refresh_every=4)
+                    c.upsert_documents("c", corpus(local, 1, prefix=f"base{worker}"))
+                    c.delete_document("c", f"w{worker}-{round_}-3")
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert ledger(db, col.collection_id) == recount(db, col.collection_id)
+    client.refresh_lexical_stats("c")
+    assert ledger(db, col.collection_id) == recount(db, col.collection_id)
+    pending = db.execute("select count(*) from sift.term_df_pending").fetchone()[0]
+    assert pending == 0
+    # and the answers are still the oracle's
+    text = "w000 w003 w020"
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+    assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
+
+
+def test_dropping_a_collection_leaves_no_statistics(client, db):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(np.random.default_rng(1), 20))
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 2)")
+    client.drop_collection("c")
+    for table in ("collection_lexical_stats", "term_df", "term_df_pending", "term_lists", "term_postings"):
+        assert db.execute(f"select count(*) from sift.{table}").fetchone()[0] == 0
+
+
+def test_ten_thousand_distinct_terms_are_capped(client, db):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(np.random.default_rng(2), 30))
+    text = " ".join(f"term{i}" for i in range(10_000)) + " w000"
+    terms = query_terms(db, text)
+    assert len(terms) <= 128
+    assert client.search("c", text, top_k=5) is not None
