@@ -1,6 +1,6 @@
 """pgsift.Client: a thin layer over the SQL functions.
 
-Every ranking decision happens in SQL (sift.search / sift.explain); the client
+Every ranking decision happens in SQL (sift.search / sift.explain / sift.finalize); the client
 adapts arguments, writes documents with COPY, and turns database errors into
 typed ones. It takes what the application already has: a psycopg connection
 or pool, sync or async. Sync methods need a sync source, `a*` methods an
@@ -10,6 +10,7 @@ async one.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -42,6 +43,38 @@ REFRESH_EVERY = 500
 
 _KNOBS = ("hybrid", "dense_weight", "rrf_k", "fetch_k", "exact_search_limit",
           "lexical_scorer", "bm25_k1", "bm25_b")
+# Per-call overrides of the finalize stage (search, explain and finalize take them).
+_RANKING_KNOBS = ("recency_field", "recency_half_life", "recency_weight", "recency_bias",
+                  "per_document_cap", "mmr_lambda", "boosts", "score_threshold", "lost_in_the_middle")
+# Stored ranking settings that None switches off in alter_collection (the others: None
+# leaves them as they are).
+_NULLABLE_RANKING = ("recency_field", "mmr_lambda", "score_threshold")
+
+
+def _collection_args(collection: str | Sequence[str]) -> tuple[str | None, list[str] | None]:
+    """(collection, collections) for the SQL call: one name, or a list of names."""
+    if isinstance(collection, str):
+        return collection, None
+    if isinstance(collection, Sequence) and all(isinstance(n, str) for n in collection):
+        return None, list(collection)
+    raise InvalidArgument("collection must be a name or a list of names")
+
+
+def _boosts(boosts: Any, names: list[str]) -> list[float | None] | None:
+    """Per-call boosts as the SQL array: boosts[i] for the i-th collection searched."""
+    if boosts is None:
+        return None
+    if isinstance(boosts, dict):
+        unknown = set(boosts) - set(names)
+        if unknown:
+            raise InvalidArgument(f"boosts names collection(s) not searched: {', '.join(sorted(unknown))}")
+        boosts = [boosts.get(n) for n in names]
+    if isinstance(boosts, (str, bytes)) or not isinstance(boosts, Sequence):
+        raise InvalidArgument("boosts must be a dict {collection: boost} or a list in collection order")
+    try:
+        return [None if b is None else float(b) for b in boosts]
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument("boosts must be numbers") from exc
 
 
 def _is_async(source: Any) -> bool:
@@ -86,21 +119,34 @@ class Client:
                 yield conn
 
     def _fetch(self, query: Any, params: dict, row: type | None = None) -> list:
+        return self._fetch_steps([(query, params)], row)
+
+    async def _afetch(self, query: Any, params: dict, row: type | None = None) -> list:
+        return await self._afetch_steps([(query, params)], row)
+
+    def _fetch_steps(self, steps: list[tuple[Any, dict]], row: type | None = None) -> list:
+        """Run statements in one transaction; the rows of the last one."""
         with self._conn() as conn:
             try:
                 with conn.transaction():
-                    cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
-                    return cur.execute(query, params).fetchall()
+                    rows: list = []
+                    for query, params in steps:
+                        cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
+                        rows = cur.execute(query, params).fetchall()
+                    return rows
             except psycopg.Error as exc:
                 raise translate(exc) from exc
 
-    async def _afetch(self, query: Any, params: dict, row: type | None = None) -> list:
+    async def _afetch_steps(self, steps: list[tuple[Any, dict]], row: type | None = None) -> list:
         async with self._aconn() as conn:
             try:
                 async with conn.transaction():
-                    cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
-                    await cur.execute(query, params)
-                    return await cur.fetchall()
+                    rows: list = []
+                    for query, params in steps:
+                        cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
+                        await cur.execute(query, params)
+                        rows = await cur.fetchall()
+                    return rows
             except psycopg.Error as exc:
                 raise translate(exc) from exc
 
@@ -118,39 +164,63 @@ class Client:
     # -- collections -------------------------------------------------------
 
     @staticmethod
-    def _create_args(name: str, embedding_dims: int, tenant: str, given: dict) -> tuple[Any, dict]:
-        unknown = set(given) - set(queries.CREATE_COLLECTION_CASTS)
+    def _ranking_step(name: str, tenant: str, settings: dict, reset: list[str] | None = None) -> tuple[Any, dict]:
+        params = dict.fromkeys(queries.RANKING_SETTING_CASTS)
+        params.update(settings, name=name, tenant=tenant, reset=reset or None)
+        return queries.ALTER_RANKING, params
+
+    @classmethod
+    def _create_steps(cls, name: str, embedding_dims: int, tenant: str, given: dict) -> list[tuple[Any, dict]]:
+        unknown = set(given) - set(queries.CREATE_COLLECTION_CASTS) - set(queries.RANKING_SETTING_CASTS)
         if unknown:
             raise InvalidArgument(f"unknown collection setting(s): {', '.join(sorted(unknown))}")
         params = {"collection": name, "embedding_dims": embedding_dims, "tenant": tenant}
-        params.update({k: v for k, v in given.items() if v is not None})
-        return queries.create_collection(list(params)), params
+        params.update({k: v for k, v in given.items()
+                       if v is not None and k in queries.CREATE_COLLECTION_CASTS})
+        steps = [(queries.create_collection(list(params)), params)]
+        ranking = {k: v for k, v in given.items() if v is not None and k in queries.RANKING_SETTING_CASTS}
+        if ranking:
+            steps.append(cls._ranking_step(name, tenant, ranking))
+        return steps
 
     def create_collection(self, name: str, *, embedding_dims: int, **settings: Any) -> Collection:
         """Create a collection. Settings (search_language, distance, hybrid, dense_weight,
-        rrf_k, fetch_k, exact_search_limit, description) left out take the database's
-        defaults; the database range-checks each."""
-        query, params = self._create_args(name, embedding_dims, self.tenant, settings)
-        return self._fetch(query, params, Collection)[0]
+        rrf_k, fetch_k, exact_search_limit, description, lexical_scorer, bm25_k1, bm25_b, and
+        the ranking settings recency_field, recency_half_life, recency_weight, recency_ceiling,
+        per_document_cap, mmr_lambda, boost, score_threshold, lost_in_the_middle) left out take
+        the database's defaults; the database range-checks each. One transaction."""
+        steps = self._create_steps(name, embedding_dims, self.tenant, settings)
+        return self._fetch_steps(steps, Collection)[0]
 
     async def acreate_collection(self, name: str, *, embedding_dims: int, **settings: Any) -> Collection:
-        query, params = self._create_args(name, embedding_dims, self.tenant, settings)
-        return (await self._afetch(query, params, Collection))[0]
+        steps = self._create_steps(name, embedding_dims, self.tenant, settings)
+        return (await self._afetch_steps(steps, Collection))[0]
 
-    def _alter_params(self, name: str, knobs: dict) -> dict:
-        unknown = set(knobs) - {*_KNOBS, "search_language", "description"}
+    def _alter_steps(self, name: str, knobs: dict) -> list[tuple[Any, dict]]:
+        base_keys = {*_KNOBS, "search_language", "description"}
+        unknown = set(knobs) - base_keys - set(queries.RANKING_SETTING_CASTS)
         if unknown:
             raise InvalidArgument(f"unknown collection setting(s): {', '.join(sorted(unknown))}")
-        params = dict.fromkeys((*_KNOBS, "search_language", "description"))
-        params.update(knobs, name=name, tenant=self.tenant)
-        return params
+        ranking = {k: v for k, v in knobs.items() if k in queries.RANKING_SETTING_CASTS}
+        steps = []
+        if len(ranking) < len(knobs) or not knobs:
+            params = dict.fromkeys(base_keys)
+            params.update({k: v for k, v in knobs.items() if k in base_keys}, name=name, tenant=self.tenant)
+            steps.append((queries.ALTER_COLLECTION, params))
+        if ranking:
+            # None turns off recency_field, mmr_lambda and score_threshold (their "off" is null).
+            reset = [k for k in _NULLABLE_RANKING if k in ranking and ranking[k] is None]
+            steps.append(self._ranking_step(name, self.tenant, ranking, reset))
+        return steps
 
     def alter_collection(self, name: str, **knobs: Any) -> Collection:
-        """Change a collection's knobs (hybrid, dense_weight, rrf_k, fetch_k, ...)."""
-        return self._fetch(queries.ALTER_COLLECTION, self._alter_params(name, knobs), Collection)[0]
+        """Change a collection's knobs (hybrid, dense_weight, rrf_k, fetch_k, ..., and the ranking
+        settings). None leaves a knob as it is, except recency_field, mmr_lambda and
+        score_threshold, which None switches off."""
+        return self._fetch_steps(self._alter_steps(name, knobs), Collection)[0]
 
     async def aalter_collection(self, name: str, **knobs: Any) -> Collection:
-        return (await self._afetch(queries.ALTER_COLLECTION, self._alter_params(name, knobs), Collection))[0]
+        return (await self._afetch_steps(self._alter_steps(name, knobs), Collection))[0]
 
     def get_collection(self, name: str) -> Collection:
         return self._fetch(queries.GET_COLLECTION, {"name": name, "tenant": self.tenant}, Collection)[0]
@@ -283,49 +353,105 @@ class Client:
 
     # -- search ------------------------------------------------------------
 
-    def _search_params(self, collection: str, query: str, embedding: Any, top_k: int,
-                       filter: dict | None, knobs: dict) -> dict:
-        unknown = set(knobs) - set(_KNOBS)
+    def _ranking_params(self, names: list[str], knobs: dict, allowed: tuple[str, ...]) -> dict:
+        unknown = set(knobs) - set(allowed)
         if unknown:
             raise InvalidArgument(f"unknown search knob(s): {', '.join(sorted(unknown))}")
+        params = dict.fromkeys(allowed)
+        params.update(knobs)
+        params["boosts"] = _boosts(knobs.get("boosts"), names)
+        return params
+
+    @staticmethod
+    def _check_top_k(top_k: Any) -> None:
         if not isinstance(top_k, int) or isinstance(top_k, bool):
             raise InvalidArgument("top_k must be an integer")
+
+    def _search_params(self, collection: str | Sequence[str], query: str, embedding: Any, top_k: int,
+                       filter: dict | None, knobs: dict) -> dict:
+        one, several = _collection_args(collection)
+        params = self._ranking_params(several or [one], knobs, (*_KNOBS, *_RANKING_KNOBS))
+        self._check_top_k(top_k)
         if filter is not None and not isinstance(filter, dict):
             raise InvalidArgument("filter must be a dict (matched by jsonb containment)")
         if embedding is None and self.embedder is not None and query and query.strip():
             embedding = self.embedder.embed([query])[0]
-        params = dict.fromkeys(_KNOBS)
-        params.update(knobs)
         params.update(
-            collection=collection, query_text=query or "", match_count=top_k, tenant=self.tenant,
+            collection=one, collections=several, query_text=query or "", match_count=top_k,
+            tenant=self.tenant,
             query_embedding=None if embedding is None else vector_text(embedding, "query embedding"),
             filter=Jsonb(filter or {}))
         return params
 
-    def search(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
-               filter: dict | None = None, **knobs: Any) -> SearchResult:
-        """Hybrid search in one SQL call. `embedding` is the query vector (computed by the
-        client's embedder when omitted and one is set); knobs override the collection's."""
+    def search(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+               top_k: int = 10, filter: dict | None = None, **knobs: Any) -> SearchResult:
+        """Hybrid search in one SQL call: retrieval, fusion and the ranking knobs. `collection`
+        is a name, or a list of names of this tenant searched as one pool (same embedding
+        size). `embedding` is the query vector (computed by the client's embedder when omitted
+        and one is set); knobs override the collections' settings for this call: retrieval
+        (hybrid, dense_weight, rrf_k, fetch_k, ...) and ranking (recency_field,
+        recency_half_life, recency_weight, recency_bias, per_document_cap, mmr_lambda,
+        boosts={name: boost}, score_threshold, lost_in_the_middle)."""
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
         return SearchResult(self._fetch(queries.SEARCH, params, Hit))
 
-    async def asearch(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
-                      filter: dict | None = None, **knobs: Any) -> SearchResult:
+    async def asearch(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+                      top_k: int = 10, filter: dict | None = None, **knobs: Any) -> SearchResult:
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
         return SearchResult(await self._afetch(queries.SEARCH, params, Hit))
 
-    def explain(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
-                filter: dict | None = None, chunk_ids: Sequence[int] | None = None,
+    def explain(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+                top_k: int = 10, filter: dict | None = None, chunk_ids: Sequence[int] | None = None,
                 **knobs: Any) -> list[Candidate]:
-        """The whole candidate pool behind `search` with the same arguments, with each leg's
-        rank and score and whether it made the cut; `chunk_ids` adds chunks no leg found."""
+        """The whole candidate pool behind `search` with the same arguments: each leg's rank and
+        score, what every ranking knob did (recency factor, boost, cap, MMR penalty), whether it
+        made the cut and why not; `chunk_ids` adds chunks no leg found."""
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
         params["chunk_ids"] = list(chunk_ids) if chunk_ids else None
         return self._fetch(queries.EXPLAIN, params, Candidate)
 
-    async def aexplain(self, collection: str, query: str = "", *, embedding: Any = None, top_k: int = 10,
-                       filter: dict | None = None, chunk_ids: Sequence[int] | None = None,
+    async def aexplain(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+                       top_k: int = 10, filter: dict | None = None, chunk_ids: Sequence[int] | None = None,
                        **knobs: Any) -> list[Candidate]:
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
         params["chunk_ids"] = list(chunk_ids) if chunk_ids else None
         return await self._afetch(queries.EXPLAIN, params, Candidate)
+
+    def _finalize_params(self, collection: str | Sequence[str], chunk_ids: Sequence[int],
+                         scores: Sequence[float] | None, top_k: int, knobs: dict) -> dict:
+        one, several = _collection_args(collection)
+        params = self._ranking_params(several or [one], knobs, _RANKING_KNOBS)
+        self._check_top_k(top_k)
+        try:
+            ids = [int(i) for i in chunk_ids]
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument("chunk_ids must be a sequence of chunk ids") from exc
+        if scores is not None:
+            try:
+                scores = [float(x) for x in scores]
+            except (TypeError, ValueError) as exc:
+                raise InvalidArgument("scores must be a sequence of numbers") from exc
+            if len(scores) != len(ids):
+                raise InvalidArgument(f"scores has {len(scores)} values for {len(ids)} chunk_ids")
+            if not all(math.isfinite(x) and x >= 0 for x in scores):
+                raise InvalidArgument("scores must be finite and >= 0 (recency and boost multiply them; "
+                                      "map logits through a sigmoid first)")
+        params.update(collection=one, collections=several, chunk_ids=ids, scores=scores,
+                      match_count=top_k, tenant=self.tenant)
+        return params
+
+    def finalize(self, collection: str | Sequence[str], chunk_ids: Sequence[int],
+                 scores: Sequence[float] | None = None, *, top_k: int = 10, **knobs: Any) -> SearchResult:
+        """The ranking knobs on a pool you already have: `chunk_ids` in pool order (e.g. after a
+        rerank) with optional `scores` (a reranker's, >= 0; without them the order is the
+        ranking). Recency x boost, score threshold, per-document cap, MMR and lost-in-the-middle
+        run in SQL, exactly as inside `search`; knobs override the collections' settings. Hits
+        carry no leg columns (found_by, dense_rank, ... are None)."""
+        params = self._finalize_params(collection, chunk_ids, scores, top_k, knobs)
+        return SearchResult(self._fetch(queries.FINALIZE, params, Hit))
+
+    async def afinalize(self, collection: str | Sequence[str], chunk_ids: Sequence[int],
+                        scores: Sequence[float] | None = None, *, top_k: int = 10,
+                        **knobs: Any) -> SearchResult:
+        params = self._finalize_params(collection, chunk_ids, scores, top_k, knobs)
+        return SearchResult(await self._afetch(queries.FINALIZE, params, Hit))

@@ -45,6 +45,10 @@ class UnknownLanguage(InvalidArgument):
     """The search language is not a text search configuration of this database."""
 
 
+class IncompatibleCollections(InvalidArgument):
+    """Collections searched together differ in embedding size: search them separately."""
+
+
 class DocumentNotFound(PgsiftError, LookupError):
     """A chunk names a document that does not exist."""
 
@@ -67,6 +71,8 @@ class ServerUnavailable(PgsiftError, RuntimeError):
 
 _DIMS = re.compile(r"has (\d+) dimensions; collection .* expects (\d+)")
 _DOMAIN = re.compile(r'domain sift\.(\w+)')
+# Table CHECKs (and their per-call twins) that tie two knobs together: the knob to name.
+_CONSTRAINT_KNOBS = {"recency_weight_within_ceiling": "recency_weight"}
 
 
 def translate(exc: psycopg.Error) -> Exception:
@@ -88,8 +94,13 @@ def translate(exc: psycopg.Error) -> Exception:
         return InvalidArgument(full)
     if state == "SF006":
         return DocumentNotFound(full)
+    if state == "SF007":
+        return IncompatibleCollections(full)
     if state == "23514":  # check_violation: a knob's domain or a table CHECK
         constraint = (diag.constraint_name if diag else None) or ""
+        if constraint in _CONSTRAINT_KNOBS:
+            knob = _CONSTRAINT_KNOBS[constraint]
+            return InvalidKnob(f"invalid value for {knob}: {full}", knob=knob)
         m = _DOMAIN.search(message)
         if m or constraint.endswith(("_range", "_positive", "_known")):
             knob = m.group(1) if m else constraint.rsplit("_", 1)[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,16 @@ class Collection:
     bm25_k1: float
     bm25_b: float
     created_at: datetime
+    # The finalize stage (sift.alter_ranking): see docs/sql.md, "Ranking knobs".
+    recency_field: str | None
+    recency_half_life: timedelta
+    recency_weight: float
+    recency_ceiling: float
+    per_document_cap: int
+    mmr_lambda: float | None
+    boost: float
+    score_threshold: float | None
+    lost_in_the_middle: bool
 
 
 @dataclass
@@ -57,6 +67,12 @@ class Document:
 
 @dataclass(frozen=True)
 class Hit:
+    """One result row. `rank` is its strength (1 = best after every knob), `position` the
+    order it is presented in (they differ only with lost_in_the_middle). `score` is
+    `base_score` (fused, or the reranker's) times `recency_factor` times `boost`. The leg
+    columns are None for rows of `Client.finalize`, which does not know how a pool was
+    retrieved."""
+
     rank: int
     chunk_id: int
     document_id: int
@@ -67,13 +83,21 @@ class Hit:
     context: str | None
     metadata: dict[str, Any]
     score: float
-    found_by: str
-    dense_rank: int | None
-    dense_distance: float | None
-    lexical_rank: int | None
-    lexical_score: float | None
-    legs: list[str]
-    lexical_query: str | None
+    found_by: str | None = None
+    dense_rank: int | None = None
+    dense_distance: float | None = None
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    legs: list[str] = field(default_factory=list)
+    lexical_query: str | None = None
+    collection_name: str | None = None
+    base_score: float | None = None
+    pool_rank: int | None = None
+    recency_factor: float | None = None
+    boost: float = 1.0
+    position: int | None = None
+    threshold_applied: bool = False
+    below_threshold: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,21 +118,48 @@ class Candidate:
     reason: str
     legs: list[str]
     lexical_query: str | None
+    collection_name: str
+    base_score: float | None
+    recency_date: datetime | None
+    recency_factor: float | None
+    boost: float | None
+    cap_status: str | None
+    mmr_similarity: float | None
+    mmr_penalty: float | None
+    final_rank: int | None
+    position: int | None
+    cut_by: str | None
+    threshold_applied: bool
+    below_threshold: int
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The hits, plus how they were produced (which legs ran, the lexical query)."""
+    """The hits, plus how they were produced (which legs ran, the lexical query, whether a
+    score threshold was applied and how many candidates fell below it)."""
 
     hits: list[Hit]
 
     @property
     def legs(self) -> list[str]:
-        return self.hits[0].legs if self.hits else []
+        """The legs that ran, in any of the collections searched."""
+        return [leg for leg in ("dense", "lexical") if any(leg in (h.legs or ()) for h in self.hits)]
 
     @property
     def lexical_query(self) -> str | None:
         return self.hits[0].lexical_query if self.hits else None
+
+    @property
+    def threshold_applied(self) -> bool | None:
+        """Whether a score threshold was in effect; None when nothing came back (the rows carry
+        it: ask `Client.explain` why a result is empty)."""
+        return self.hits[0].threshold_applied if self.hits else None
+
+    @property
+    def below_threshold(self) -> int | None:
+        """How many candidates the score threshold dropped (broaden and retry when many);
+        None when nothing came back."""
+        return self.hits[0].below_threshold if self.hits else None
 
     def __iter__(self) -> Iterator[Hit]:
         return iter(self.hits)

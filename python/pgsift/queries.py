@@ -39,7 +39,11 @@ COLLECTION_COLUMNS = (
     "distance::text as distance, hybrid, dense_weight::float8 as dense_weight, "
     "rrf_k::float8 as rrf_k, fetch_k::int as fetch_k, exact_search_limit::int as exact_search_limit, "
     "description, lexical_scorer::text as lexical_scorer, bm25_k1::float8 as bm25_k1, "
-    "bm25_b::float8 as bm25_b, created_at"
+    "bm25_b::float8 as bm25_b, created_at, recency_field::text as recency_field, "
+    "recency_half_life::interval as recency_half_life, recency_weight::float8 as recency_weight, "
+    "recency_ceiling::float8 as recency_ceiling, per_document_cap::int as per_document_cap, "
+    "mmr_lambda::float8 as mmr_lambda, boost::float8 as boost, "
+    "score_threshold::float8 as score_threshold, lost_in_the_middle"
 )
 
 # create_collection is composed from the arguments actually given, so the
@@ -86,6 +90,37 @@ select {COLLECTION_COLUMNS} from sift.alter_collection(
     bm25_b => %(bm25_b)s::float8::sift.bm25_b)
 """
 
+# The finalize stage's settings of a collection (sift.alter_ranking); create and
+# alter send them after sift.create_collection / sift.alter_collection, in the
+# same transaction.
+RANKING_SETTING_CASTS = {
+    "recency_field": "text::sift.recency_field",
+    "recency_half_life": "interval::sift.recency_half_life",
+    "recency_weight": "float8::sift.recency_weight",
+    "recency_ceiling": "float8::sift.recency_ceiling",
+    "per_document_cap": "integer::sift.per_document_cap",
+    "mmr_lambda": "float8::sift.mmr_lambda",
+    "boost": "float8::sift.boost",
+    "score_threshold": "float8::sift.score_threshold",
+    "lost_in_the_middle": "boolean",
+}
+
+ALTER_RANKING = f"""
+select {COLLECTION_COLUMNS} from sift.alter_ranking(
+    collection => %(name)s::text,
+    tenant => %(tenant)s::text,
+    recency_field => %(recency_field)s::text::sift.recency_field,
+    recency_half_life => %(recency_half_life)s::interval::sift.recency_half_life,
+    recency_weight => %(recency_weight)s::float8::sift.recency_weight,
+    recency_ceiling => %(recency_ceiling)s::float8::sift.recency_ceiling,
+    per_document_cap => %(per_document_cap)s::integer::sift.per_document_cap,
+    mmr_lambda => %(mmr_lambda)s::float8::sift.mmr_lambda,
+    boost => %(boost)s::float8::sift.boost,
+    score_threshold => %(score_threshold)s::float8::sift.score_threshold,
+    lost_in_the_middle => %(lost_in_the_middle)s::boolean,
+    reset => %(reset)s::text[])
+"""
+
 GET_COLLECTION = f"""
 select {COLLECTION_COLUMNS} from sift._collection(tenant => %(tenant)s::text, collection => %(name)s::text)
 """
@@ -119,8 +154,21 @@ select sift.delete_document(collection => %(collection)s::text, source_uri => %(
                             tenant => %(tenant)s::text)
 """
 
-_SEARCH_ARGS = """
+# Per-call overrides of the finalize stage, shared by search, explain and finalize.
+_RANKING_ARGS = """
+    recency_field => %(recency_field)s::text::sift.recency_field,
+    recency_half_life => %(recency_half_life)s::interval::sift.recency_half_life,
+    recency_weight => %(recency_weight)s::float8::sift.recency_weight,
+    recency_bias => %(recency_bias)s::float8::sift.recency_bias,
+    per_document_cap => %(per_document_cap)s::integer::sift.per_document_cap,
+    mmr_lambda => %(mmr_lambda)s::float8::sift.mmr_lambda,
+    boosts => %(boosts)s::float8[]::sift.boost[],
+    score_threshold => %(score_threshold)s::float8::sift.score_threshold,
+    lost_in_the_middle => %(lost_in_the_middle)s::boolean"""
+
+_SEARCH_ARGS = f"""
     collection => %(collection)s::text,
+    collections => %(collections)s::text[],
     query_text => %(query_text)s::text,
     query_embedding => %(query_embedding)s,
     match_count => %(match_count)s::integer::sift.match_count,
@@ -133,19 +181,37 @@ _SEARCH_ARGS = """
     exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit,
     lexical_scorer => %(lexical_scorer)s::text::sift.lexical_scorer,
     bm25_k1 => %(bm25_k1)s::float8::sift.bm25_k1,
-    bm25_b => %(bm25_b)s::float8::sift.bm25_b"""
+    bm25_b => %(bm25_b)s::float8::sift.bm25_b,{_RANKING_ARGS}"""
 
 SEARCH = f"""
 select rank, chunk_id, document_id, source_uri, title, ordinal, content, context, metadata,
-       score, found_by, dense_rank, dense_distance, lexical_rank, lexical_score, legs, lexical_query
+       score, found_by, dense_rank, dense_distance, lexical_rank, lexical_score, legs, lexical_query,
+       collection_name, base_score, pool_rank, recency_factor, boost, position, threshold_applied,
+       below_threshold
 from sift.search({_SEARCH_ARGS})
 """
 
 EXPLAIN = f"""
 select fused_rank, chunk_id, document_id, source_uri, title, ordinal, found_by, dense_rank,
-       dense_distance, lexical_rank, lexical_score, score, kept, reason, legs, lexical_query
+       dense_distance, lexical_rank, lexical_score, score, kept, reason, legs, lexical_query,
+       collection_name, base_score, recency_date, recency_factor, boost, cap_status,
+       mmr_similarity, mmr_penalty, final_rank, position, cut_by, threshold_applied,
+       below_threshold
 from sift.explain({_SEARCH_ARGS},
     chunk_ids => %(chunk_ids)s::bigint[])
+"""
+
+FINALIZE = f"""
+select rank, position, chunk_id, document_id, collection_name, source_uri, title, ordinal,
+       content, context, metadata, score, base_score, pool_rank, recency_factor, boost,
+       threshold_applied, below_threshold
+from sift.finalize(
+    collection => %(collection)s::text,
+    collections => %(collections)s::text[],
+    chunk_ids => %(chunk_ids)s::bigint[],
+    scores => %(scores)s::float8[],
+    match_count => %(match_count)s::integer::sift.match_count,
+    tenant => %(tenant)s::text,{_RANKING_ARGS})
 """
 
 LEXICAL_QUERY = """
@@ -158,3 +224,18 @@ select pending_folded, lists_built
 from sift.refresh_lexical_stats(collection => %(collection)s::text, tenant => %(tenant)s::text)
 """
 
+# The finalize benchmark (bench_finalize.py): its scratch collection's chunks, versions,
+# and the cheapest statement there is (the round trip the timings sit on).
+ROUNDTRIP = "select 1"
+
+COLLECTION_CHUNK_IDS = """
+select k.chunk_id from sift.chunks k
+join sift.collections c on c.collection_id = k.collection_id
+where c.tenant = %(tenant)s::text and c.name = %(name)s::text
+order by k.chunk_id
+"""
+
+SERVER_VERSIONS = """
+select pg_catalog.current_setting('server_version'),
+       (select e.extversion from pg_catalog.pg_extension e where e.extname = 'vector')
+"""

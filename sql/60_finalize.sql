@@ -1,0 +1,502 @@
+-- Finalize: the ranking knobs applied to a candidate pool that retrieval (or
+-- a reranker) already ordered. Recency and boost rescale the scores, the
+-- score threshold drops what is not relevant enough, the per-document cap
+-- and MMR pick the top match_count, and lost-in-the-middle orders them for
+-- presentation. sift.search runs it on sift.candidates in one statement;
+-- sift.finalize runs it on any pool given as chunk ids (and rerank scores).
+--
+-- Error codes added here: SF007 collections searched together differ in
+-- embedding size (raised by sift._collections).
+
+create or replace function sift.recency_factor(
+    recency_date timestamptz,
+    as_of        timestamptz,
+    half_life    interval,
+    weight       double precision)
+returns double precision
+language sql immutable parallel safe security invoker
+as $$
+    -- Half-life decay bounded by the weight: a document loses weight/2 at one
+    -- half-life and never more than weight. No usable date is the oldest
+    -- possible date (the full weight), never a neutral one. A date after
+    -- as_of counts as age 0. The exponent stops at 1000 half-lives, where
+    -- 0.5^x is already 1e-301 (past it, power() underflows to an error).
+    select case
+        when weight is null then 1::double precision
+        when recency_date is null or not pg_catalog.isfinite(recency_date)
+            then 1 - weight
+        else 1 - weight * (1 - pg_catalog.power(0.5::double precision, least(
+                 greatest(extract(epoch from as_of - recency_date)::double precision, 0)
+                 / extract(epoch from half_life)::double precision, 1000)))
+    end
+$$;
+comment on function sift.recency_factor(timestamptz, timestamptz, interval, double precision) is
+    'The recency factor a score is multiplied by: 1 - weight * (1 - 0.5^(age / half_life)), '
+    'age = as_of - recency_date (0 when the date is in the future). At one half-life a document '
+    'has lost half the weight; the weight is the most it can ever lose, which is also what a '
+    'document with no date (null) loses. Months count as 30 days. null weight: 1 (recency off).';
+
+
+create or replace function sift._timestamptz(raw text)
+returns timestamptz
+language plpgsql stable security invoker
+set search_path from current
+as $$
+declare
+    t timestamptz;
+begin
+    begin
+        t := raw::timestamptz;
+    exception when data_exception then
+        return null;   -- 2024-13-45 and the like: no usable date
+    end;
+    return case when pg_catalog.isfinite(t) then t end;
+end;
+$$;
+comment on function sift._timestamptz(text) is
+    'Internal: text as a finite timestamptz, or null when it is not one (never raises).';
+
+
+create or replace function sift._recency_date(
+    field     text,
+    created   timestamptz,
+    modified  timestamptz,
+    uploaded  timestamptz,
+    metadata  jsonb)
+returns timestamptz
+language sql stable security invoker
+as $$
+    -- A plain expression, so it inlines: only metadata strings that start
+    -- like an ISO 8601 date reach the parser ('now', 'today' or 'infinity',
+    -- which timestamptz would accept, are not dates).
+    select case field
+        when 'created' then case when pg_catalog.isfinite(created) then created end
+        when 'modified' then case when pg_catalog.isfinite(modified) then modified end
+        when 'uploaded' then case when pg_catalog.isfinite(uploaded) then uploaded end
+        else case when pg_catalog.jsonb_typeof(metadata -> field) = 'string'
+                       and (metadata ->> field) ~ '^\s*\d{4}-\d{1,2}-\d{1,2}'
+                  then sift._timestamptz(metadata ->> field) end
+    end
+$$;
+comment on function sift._recency_date(text, timestamptz, timestamptz, timestamptz, jsonb) is
+    'Internal: the date recency ranks a document on: created, modified or uploaded, else the '
+    'metadata key of that name parsed as an ISO 8601 date; null when there is no usable date.';
+
+
+create or replace function sift._check_ranking(
+    cols           sift.collections[],
+    recency_weight double precision,
+    boosts         double precision[])
+returns void
+language plpgsql stable security invoker
+set search_path from current
+as $$
+declare
+    i integer;
+begin
+    if boosts is not null and cardinality(boosts) > cardinality(cols) then
+        raise exception 'boosts has % values for % collection(s)', cardinality(boosts), cardinality(cols)
+            using errcode = 'SF003',
+                  hint = 'boosts[i] is the boost of the i-th collection searched (null keeps its own)';
+    end if;
+    -- The same rule as the table's CHECK (recency_weight <= recency_ceiling),
+    -- for a per-call weight: the ceiling is the collection owner's limit.
+    for i in 1 .. cardinality(cols) loop
+        if recency_weight > (cols[i]).recency_ceiling then
+            raise exception 'recency_weight % exceeds the recency_ceiling % of collection "%"',
+                recency_weight, (cols[i]).recency_ceiling, (cols[i]).name
+                using errcode = 'check_violation', constraint = 'recency_weight_within_ceiling',
+                      hint = 'raise recency with recency_bias (up to the ceiling) or alter the collection''s recency_ceiling';
+        end if;
+    end loop;
+end;
+$$;
+comment on function sift._check_ranking(sift.collections[], double precision, double precision[]) is
+    'Internal: per-call ranking arguments that no domain can check alone: boosts no longer than '
+    'the collections list, a recency_weight within every collection''s recency_ceiling.';
+
+
+create or replace function sift._finalize(
+    cols               sift.collections[],
+    ids                bigint[],
+    scores             double precision[],
+    match_count        integer,
+    recency_field      text,
+    recency_half_life  interval,
+    recency_weight     double precision,
+    recency_bias       double precision,
+    per_document_cap   integer,
+    mmr_lambda         double precision,
+    boosts             double precision[],
+    score_threshold    double precision,
+    lost_in_the_middle boolean,
+    every_candidate    boolean)
+returns table (
+    chunk_id          bigint,
+    document_id       bigint,
+    collection_name   text,
+    pool_rank         integer,
+    base_score        double precision,
+    recency_date      timestamptz,
+    recency_factor    double precision,
+    boost             double precision,
+    score             double precision,
+    cap_status        text,
+    mmr_similarity    double precision,
+    mmr_penalty       double precision,
+    final_rank        integer,
+    "position"        integer,
+    kept              boolean,
+    cut_by            text,
+    reason            text,
+    threshold_applied boolean,
+    below_threshold   integer)
+language plpgsql stable security invoker
+set search_path from current
+-- Every query here takes arrays; a custom plan per call costs more than it saves.
+set plan_cache_mode = force_generic_plan
+as $$
+#variable_conflict use_variable
+declare
+    cap      integer;
+    lam      double precision;
+    thr      double precision;
+    litm     boolean;
+    -- The pool, best adjusted score first (ties: smaller chunk id); every
+    -- index below is a place in this order.
+    p_id     bigint[];
+    p_doc    bigint[];
+    p_col    text[];
+    p_pool   integer[];
+    p_base   double precision[];
+    p_date   timestamptz[];
+    p_factor double precision[];
+    p_boost  double precision[];
+    p_score  double precision[];
+    p_ok     boolean[];
+    n_below  integer;
+    -- The selection: indices in the order chosen, the phase that chose each
+    -- (1 within the per-document cap, 2 backfilled past it) and, for MMR,
+    -- its largest similarity to the chunks chosen before it.
+    sel      integer[] := '{}';
+    sel_ph   integer[] := '{}';
+    sel_sim  double precision[] := '{}';
+    sim      double precision[];   -- MMR: largest similarity to any chosen chunk (null: none yet)
+    rel      double precision[];
+    embs     vector[];
+    alive    boolean[];
+    full_docs bigint[] := '{}';
+    phase    integer := 1;
+    pick     integer;
+    picked   vector;
+    lo       double precision;
+    hi       double precision;
+begin
+    -- Several collections: the strictest setting wins (smallest non-zero
+    -- cap, smallest lambda, highest threshold); lost-in-the-middle if any
+    -- asks for it. A per-call value replaces them all.
+    select coalesce(per_document_cap, min(nullif((cols[i]).per_document_cap, 0)), 0),
+           coalesce(mmr_lambda, min((cols[i]).mmr_lambda)),
+           coalesce(score_threshold, max((cols[i]).score_threshold)),
+           coalesce(lost_in_the_middle, bool_or((cols[i]).lost_in_the_middle), false)
+    into cap, lam, thr, litm
+    from pg_catalog.generate_subscripts(cols, 1) as i;
+
+    -- Recency and boost, per chunk with its own collection's settings.
+    with c as (
+        select (cols[i]).collection_id as cid, (cols[i]).name::text as cname,
+               coalesce(boosts[i], (cols[i]).boost) as boost,
+               coalesce(recency_field, (cols[i]).recency_field) as field,
+               coalesce(recency_half_life, (cols[i]).recency_half_life) as half_life,
+               coalesce(recency_weight, (cols[i]).recency_weight) as w,
+               (cols[i]).recency_ceiling::double precision as ceiling
+        from pg_catalog.generate_subscripts(cols, 1) as i
+    ), e as (
+        -- recency_bias moves the weight toward the ceiling; it cannot turn on
+        -- recency where there is no field or the weight is 0.
+        select c.cid, c.cname, c.boost, c.field, c.half_life,
+               case when c.field is null or c.w = 0 then null
+                    else c.w + coalesce(recency_bias, 0) * (c.ceiling - c.w) end as weight
+        from c
+    ), u as (
+        select u.id, u.s, u.o::integer as o
+        from unnest(ids, scores) with ordinality as u(id, s, o)
+    ), r as materialized (
+        -- Materialized: each date is parsed once, and recency_factor below
+        -- inlines on plain columns.
+        select u.id, k.document_id as doc, e.cname, u.o,
+               -- scores this small count as 0: a product would underflow to an error
+               case when u.s < 1e-200 then 0 else u.s end as base,
+               e.boost, e.weight, e.half_life,
+               case when e.weight is not null
+                    then sift._recency_date(e.field, d.created_at, d.modified_at,
+                                            d.uploaded_at, d.metadata) end as dt
+        from u
+        join sift.chunks k on k.chunk_id = u.id
+        join e on e.cid = k.collection_id
+        join sift.documents d on d.document_id = k.document_id
+    ), f as (
+        select r.*, case when r.weight is not null
+                         then sift.recency_factor(r.dt, pg_catalog.now(), r.half_life, r.weight) end as factor
+        from r
+    ), a as (
+        select f.*, f.base * coalesce(f.factor, 1) * f.boost as adjusted,
+               -- The threshold is on relevance (the fused or rerank score), before
+               -- recency and boost: those reorder what is relevant enough.
+               thr is null or f.base >= thr as ok
+        from f
+    )
+    select array_agg(a.id order by a.adjusted desc, a.id),
+           array_agg(a.doc order by a.adjusted desc, a.id),
+           array_agg(a.cname order by a.adjusted desc, a.id),
+           array_agg(a.o order by a.adjusted desc, a.id),
+           array_agg(a.base order by a.adjusted desc, a.id),
+           array_agg(a.dt order by a.adjusted desc, a.id),
+           array_agg(a.factor order by a.adjusted desc, a.id),
+           array_agg(a.boost order by a.adjusted desc, a.id),
+           array_agg(a.adjusted order by a.adjusted desc, a.id),
+           array_agg(a.ok order by a.adjusted desc, a.id)
+    into p_id, p_doc, p_col, p_pool, p_base, p_date, p_factor, p_boost, p_score, p_ok
+    from a;
+
+    if p_id is null then
+        return;   -- an empty pool
+    end if;
+    n_below := (select count(*) from pg_catalog.unnest(p_ok) as o where not o);
+
+    if lam is null then
+        -- Greedy in score order, skipping chunks of a document that already
+        -- has cap chunks, then backfilling from the skipped ones in score
+        -- order: the same as sorting by (beyond the cap, score).
+        select coalesce(array_agg(s.i order by s.late, s.i), '{}'),
+               coalesce(array_agg(case when s.late then 2 else 1 end order by s.late, s.i), '{}')
+        into sel, sel_ph
+        from (select x.i, cap > 0 and x.dr > cap as late
+              from (select u.i::integer as i,
+                           row_number() over (partition by u.d order by u.i) as dr
+                    from unnest(p_doc, p_ok) with ordinality as u(d, ok, i)
+                    where u.ok) x
+              order by 2, 1
+              limit match_count) s;
+    else
+        -- MMR: pick the chunk maximising lam * relevance - (1 - lam) * its
+        -- largest cosine similarity to the chunks already picked, relevance
+        -- being the score rescaled to [0, 1] over the pool (ties: pool order).
+        -- Documents at the cap wait until nothing else is left (phase 2).
+        select min(s), max(s) into lo, hi
+        from unnest(p_score, p_ok) as u(s, ok) where u.ok;
+        rel := array(select case when hi > lo then (u.s - lo) / (hi - lo) else 1 end
+                     from pg_catalog.unnest(p_score) with ordinality as u(s, i) order by u.i);
+        embs := array(select k.embedding
+                      from pg_catalog.unnest(p_id) with ordinality as u(id, i)
+                      join sift.chunks k on k.chunk_id = u.id
+                      order by u.i);
+        sim := pg_catalog.array_fill(null::double precision, array[cardinality(p_id)]);
+        alive := p_ok;
+        while cardinality(sel) < match_count loop
+            pick := (select u.i
+                     from unnest(rel, sim, p_doc, alive) with ordinality as u(r, m, d, a, i)
+                     where u.a and (phase = 2 or cap = 0 or u.d <> all (full_docs))
+                     order by lam * u.r - (1 - lam) * coalesce(u.m, 0) desc, u.i
+                     limit 1);
+            if pick is null then
+                exit when phase = 2 or cap = 0;
+                phase := 2;
+                continue;
+            end if;
+            sel := sel || pick;
+            sel_ph := sel_ph || phase;
+            sel_sim := sel_sim || coalesce(sim[pick], 0);
+            alive[pick] := false;
+            if phase = 1 and cap > 0
+               and (select count(*) from pg_catalog.unnest(sel) as j where p_doc[j] = p_doc[pick]) >= cap then
+                full_docs := full_docs || p_doc[pick];
+            end if;
+            picked := embs[pick];
+            -- Cosine similarity (greatest ignores the null of "nothing chosen
+            -- yet"); a zero vector's NaN counts as 0.
+            sim := array(select greatest(u.m, coalesce(nullif(1 - (u.e <=> picked),
+                                                              'NaN'::double precision), 0))
+                         from unnest(sim, embs) with ordinality as u(m, e, i)
+                         order by u.i);
+        end loop;
+    end if;
+
+    return query
+    with u as (
+        select *
+        from unnest(p_id, p_doc, p_col, p_pool, p_base, p_date, p_factor, p_boost, p_score, p_ok, sim)
+             with ordinality as u(id, doc, cname, pool, base, dt, factor, boost, score, ok, msim, i)
+        -- search and finalize need only what is kept; explain wants every candidate.
+        where every_candidate or u.i = any (sel)
+    ), s as (
+        select * from unnest(sel, sel_ph, sel_sim) with ordinality as s(i, ph, msim, fr)
+    ), capped_docs as (
+        -- Documents that reached the cap among the chunks picked within it.
+        select u.doc from s join u on u.i = s.i
+        where s.ph = 1 group by u.doc having count(*) >= cap
+    ), o as (
+        select u.*, s.fr::integer as fr, s.ph, coalesce(s.msim, u.msim) as sim_at,
+               cap > 0 and u.ok and s.fr is null
+                   and u.doc in (select c.doc from capped_docs c) as capped
+        from u left join s on s.i = u.i
+    ), w as (
+        select o.*,
+               case when o.fr is not null then null
+                    when not o.ok then 'score_threshold'
+                    when o.capped then 'per_document_cap'
+                    when lam is not null then 'mmr'
+                    else 'match_count' end as cut
+        from o
+    )
+    select w.id, w.doc, w.cname, w.pool, w.base, w.dt, coalesce(w.factor, 1), w.boost, w.score,
+           case when cap = 0 or not w.ok then null
+                when w.ph = 2 then 'backfilled'
+                when w.capped then 'capped'
+                else 'kept' end,
+           case when lam is not null and w.ok then w.sim_at end,
+           case when lam is not null and w.ok then (1 - lam) * w.sim_at end,
+           w.fr,
+           case when w.fr is null then null
+                when not litm then w.fr
+                when w.fr % 2 = 1 then (w.fr + 1) / 2
+                else cardinality(sel) - w.fr / 2 + 1 end,
+           w.fr is not null,
+           w.cut,
+           case w.cut
+               when 'score_threshold' then
+                   format('cut: score %s is below the score threshold %s', w.base, thr)
+               when 'per_document_cap' then
+                   format('cut: its document already has %s chunk(s) in the result (per_document_cap)', cap)
+               when 'mmr' then
+                   format('cut: not among the %s MMR picks (similarity %s to a kept chunk)',
+                          match_count, round(w.sim_at::numeric, 4))
+               when 'match_count' then
+                   format('cut: score rank %s is below match_count %s', w.i, match_count)
+               else format('kept: rank %s of %s', w.fr, match_count)
+                   || case when w.ph = 2
+                           then format(', backfilled past the per-document cap of %s', cap) else '' end
+                   || case when lam is not null
+                           then format(', MMR penalty %s', round(((1 - lam) * w.sim_at)::numeric, 4))
+                           else '' end
+           end
+           || case when w.factor is not null
+                   then format('; recency x%s', round(w.factor::numeric, 4)) else '' end
+           || case when w.boost <> 1 then format('; boost x%s', w.boost) else '' end,
+           thr is not null,
+           n_below
+    from w
+    order by w.pool, w.id;
+end;
+$$;
+comment on function sift._finalize(sift.collections[], bigint[], double precision[], integer, text,
+    interval, double precision, double precision, integer, double precision, double precision[],
+    double precision, boolean, boolean) is
+    'Internal: the finalize stage on a pool (distinct ids in pool order, their base scores): every '
+    'candidate with its recency factor, boost, adjusted score, threshold, cap and MMR decisions, '
+    'final rank and presentation position, and why it was cut (every_candidate => false: only '
+    'the kept ones). Shared by search, explain and finalize, so they always agree.';
+
+
+create or replace function sift.finalize(
+    collection         text default null,
+    chunk_ids          bigint[] default null,
+    scores             double precision[] default null,
+    match_count        sift.match_count default 10,
+    tenant             text default 'default',
+    collections        text[] default null,
+    recency_field      sift.recency_field default null,
+    recency_half_life  sift.recency_half_life default null,
+    recency_weight     sift.recency_weight default null,
+    recency_bias       sift.recency_bias default null,
+    per_document_cap   sift.per_document_cap default null,
+    mmr_lambda         sift.mmr_lambda default null,
+    boosts             sift.boost[] default null,
+    score_threshold    sift.score_threshold default null,
+    lost_in_the_middle boolean default null)
+returns table (
+    rank              integer,
+    "position"        integer,
+    chunk_id          bigint,
+    document_id       bigint,
+    collection_name   text,
+    source_uri        text,
+    title             text,
+    ordinal           integer,
+    content           text,
+    context           text,
+    metadata          jsonb,
+    score             double precision,
+    base_score        double precision,
+    pool_rank         integer,
+    recency_factor    double precision,
+    boost             double precision,
+    threshold_applied boolean,
+    below_threshold   integer)
+language plpgsql stable security invoker
+set search_path from current
+set plan_cache_mode = force_generic_plan
+as $$
+#variable_conflict use_column
+declare
+    cols sift.collections[] := sift._collections(finalize.tenant, finalize.collection,
+                                                 finalize.collections);
+    base double precision[] := finalize.scores;
+    ids  bigint[];
+begin
+    perform sift._check_ranking(cols, finalize.recency_weight, finalize.boosts);
+    if base is not null then
+        if coalesce(cardinality(base), 0) <> coalesce(cardinality(finalize.chunk_ids), 0) then
+            raise exception 'scores has % values for % chunk_ids',
+                coalesce(cardinality(base), 0), coalesce(cardinality(finalize.chunk_ids), 0)
+                using errcode = 'SF003';
+        end if;
+        if exists (select 1 from pg_catalog.unnest(base) as s
+                   where s is null or not (s >= 0 and s <= 1e100)) then
+            raise exception 'scores must be numbers between 0 and 1e100 (no null, NaN or infinity)'
+                using errcode = 'SF003',
+                      hint = 'recency and boost multiply the scores; map logits through a sigmoid first';
+        end if;
+    else
+        -- No scores: the pool order is the ranking, scored like a single RRF leg.
+        base := array(select 1 / ((cols[1]).rrf_k + u.o)
+                      from pg_catalog.unnest(finalize.chunk_ids) with ordinality as u(id, o)
+                      order by u.o);
+    end if;
+    -- An id given twice counts once, at its first place.
+    select array_agg(d.id order by d.o), array_agg(d.s order by d.o)
+    into ids, base
+    from (select distinct on (u.id) u.id, u.s, u.o
+          from unnest(finalize.chunk_ids, base) with ordinality as u(id, s, o)
+          where u.id is not null
+          order by u.id, u.o) d;
+
+    return query
+    select f.final_rank, f.position, f.chunk_id, f.document_id, f.collection_name, d.source_uri,
+           d.title, c.ordinal, c.content, c.context, d.metadata, f.score, f.base_score,
+           f.pool_rank, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold
+    from sift._finalize(cols, ids, base, finalize.match_count,
+                        finalize.recency_field, finalize.recency_half_life,
+                        finalize.recency_weight, finalize.recency_bias,
+                        finalize.per_document_cap, finalize.mmr_lambda, finalize.boosts,
+                        finalize.score_threshold, finalize.lost_in_the_middle, false) f
+    join sift.chunks c on c.chunk_id = f.chunk_id
+    join sift.documents d on d.document_id = f.document_id
+    order by f.position, f.chunk_id;
+end;
+$$;
+comment on function sift.finalize(text, bigint[], double precision[], sift.match_count, text,
+    text[], sift.recency_field, sift.recency_half_life, sift.recency_weight, sift.recency_bias,
+    sift.per_document_cap, sift.mmr_lambda, sift.boost[], sift.score_threshold, boolean) is
+    'The ranking knobs on a pool you already have (chunk_ids in pool order, e.g. from '
+    'sift.candidates, with optional scores such as a reranker''s, each in [0, 1e100]; without '
+    'scores the i-th id scores 1/(rrf_k + i)). score = base_score x recency factor x boost; '
+    'chunks whose base_score is below score_threshold are dropped (threshold_applied, '
+    'below_threshold = how many); then the top match_count are picked greedily, with at most '
+    'per_document_cap chunks per document until nothing else is left (backfill), by MMR when '
+    'mmr_lambda is set (lambda x relevance - (1 - lambda) x largest cosine similarity to the '
+    'chunks already picked); lost_in_the_middle puts the strongest at both ends (rank 1, 3, 5, '
+    '..., 6, 4, 2; position is the order shown, rank the strength). Null knobs take each '
+    'collection''s settings (several collections: smallest non-zero cap, smallest lambda, '
+    'highest threshold); boosts[i] is the i-th collection''s boost. Ids that are not chunks of '
+    'these collections are ignored. Read-only.';
