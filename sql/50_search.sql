@@ -112,7 +112,7 @@ comment on function sift.search(text, text, vector, sift.match_count, text, json
     'lexical_query (the tsquery used; null when the text had no terms). Collection by name '
     'within tenant, or collections => array[...] for one pool over several (same embedding '
     'size); knob arguments override the collections'' settings for this call. Trap: at w = 0.7, '
-    'k = 60 a lexical-only hit never outranks dense rank 40. Read-only (runs on a hot standby).';
+    'k = 60 a lexical-only hit never outranks dense rank 40 (defaults are w = 0.45, k = 5). Read-only (runs on a hot standby).';
 
 
 create or replace function sift.explain(

@@ -142,15 +142,15 @@ def test_run_quality_on_known_case(db, client, toy: Path):
     # Lexical: q1's word is only in d3 (nDCG 1); q2's word is only in d5, not judged (0).
     assert modes["lexical"]["ndcg@10"] == pytest.approx(0.5)
     assert modes["lexical"]["recall@100"] == pytest.approx(0.5)
-    # Hybrid, w = 0.7, k = 60: q1 has d3 first in both legs (nDCG 1). For q2, d5 is in both
-    # legs (0.7/(60 + r) + 0.3/61 >= 0.0155 for dense rank r <= 6) and beats d2, dense
-    # rank 1 only (0.7/61 = 0.0115): d2 lands at rank 2, nDCG = 1/log2(3).
+    # Hybrid, w = 0.45, k = 5: q1 has d3 first in both legs (nDCG 1). For q2, d5 is in both
+    # legs (0.45/(5 + r) + 0.55/6 > 0.0917) and beats d2, dense rank 1 only
+    # (0.45/6 = 0.075): d2 lands at rank 2, nDCG = 1/log2(3).
     assert modes["hybrid"]["ndcg@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
     assert modes["hybrid"]["recall@100"] == pytest.approx(1.0)
 
     s = result["settings"]
     assert s["model"] == "toy-model" and s["dims"] == DIMS and s["top_k"] == 10 and s["depth"] == 100
-    assert s["collection_defaults"]["dense_weight"] == pytest.approx(0.7)
+    assert s["collection_defaults"]["dense_weight"] == pytest.approx(0.45)
     json.dumps(result)   # the CLI's --json output
 
     table = format_table(result)

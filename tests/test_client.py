@@ -51,7 +51,7 @@ def comparable(hits) -> list[tuple]:
 def test_create_collection_defaults(client):
     c = client.create_collection("c", embedding_dims=DIMS)
     assert isinstance(c, pgsift.Collection)
-    assert (c.dense_weight, c.rrf_k, c.fetch_k, c.hybrid, c.distance) == (0.7, 60, 40, True, "cosine")
+    assert (c.dense_weight, c.rrf_k, c.fetch_k, c.hybrid, c.distance) == (0.45, 5, 40, True, "cosine")
     assert (c.tenant, c.name, c.embedding_dims, c.search_language, c.exact_search_limit,
             c.description) == ("default", "c", DIMS, "english", 10000, None)
     assert client.get_collection("c") == c
@@ -132,7 +132,7 @@ def test_search_returns_complete_hits(client):
     assert (top.found_by, top.dense_rank, top.lexical_rank) == ("both", 1, 1)
     assert top.dense_distance == pytest.approx(0, abs=1e-6)
     assert top.lexical_score > 0
-    assert top.score == pytest.approx(0.7 / 61 + 0.3 / 61)
+    assert top.score == pytest.approx(0.45 / 6 + 0.55 / 6)
     assert isinstance(top.chunk_id, int) and isinstance(top.document_id, int)
     # every other hit came from the dense leg only (no other chunk says "zulu")
     assert {h.found_by for h in result[1:]} == {"dense"}
