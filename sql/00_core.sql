@@ -9,6 +9,7 @@
 --   SF001 unknown collection         SF002 embedding dimension mismatch
 --   SF003 invalid argument           SF004 unknown text-search language
 --   SF005 chunk text is immutable    SF006 unknown document
+--   SF007 collections searched together have different embedding sizes
 
 create or replace function sift._collection(tenant text, collection text)
 returns sift.collections

@@ -11,6 +11,7 @@ from .errors import (
     DimensionMismatch,
     DocumentNotFound,
     EmbedderUnavailable,
+    IncompatibleCollections,
     InvalidArgument,
     InvalidKnob,
     MigrationError,
@@ -25,7 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Candidate", "Chunk", "Client", "Collection", "CollectionExists", "CollectionNotFound",
-    "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "Hit",
+    "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "Hit", "IncompatibleCollections",
     "InvalidArgument", "InvalidKnob", "MigrationError", "PgsiftError", "SearchResult",
     "ServerUnavailable", "UnknownLanguage", "install_script", "migrate",
 ]

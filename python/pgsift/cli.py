@@ -235,6 +235,36 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_bench_scale(args) -> int:
+    from . import bench_scale
+
+    with _connect(args) as conn:
+        migrate(conn)
+        result = bench_scale.run_scale(conn, args.chunks, queries=args.queries)
+    print(json.dumps(result, indent=2) if args.json else bench_scale.format_table(result))
+    return 0
+
+
+def cmd_bench_finalize(args) -> int:
+    from . import bench_finalize
+
+    with _connect(args) as conn:
+        migrate(conn)
+        result = bench_finalize.run_finalize(conn, repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else bench_finalize.format_table(result))
+    return 0
+
+
+def cmd_bench_fusion(args) -> int:
+    from . import bench_fusion
+
+    with _connect(args) as conn:
+        migrate(conn)
+        result = bench_fusion.run_fusion(conn, Path(args.dataset), split=args.split, model=args.model)
+    print(json.dumps(result, indent=2) if args.json else bench_fusion.format_table(result))
+    return 0
+
+
 # -- parser ------------------------------------------------------------------
 
 def _add_knobs(p: argparse.ArgumentParser) -> None:
@@ -309,6 +339,21 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--max-queries", type=int)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_bench)
+    q = bench_sub.add_parser("scale", help="lexical/dense/hybrid latency on a generated corpus of N chunks")
+    q.add_argument("--chunks", type=int, default=100_000)
+    q.add_argument("--queries", type=int, default=100, help="per query mix")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_bench_scale)
+    q = bench_sub.add_parser("finalize", help="latency of the finalize stage at pools of 50 and 200")
+    q.add_argument("--repeats", type=int, default=50)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_bench_finalize)
+    q = bench_sub.add_parser("fusion", help="sweep dense_weight, rrf_k and fetch_k on a BEIR split")
+    q.add_argument("--dataset", required=True)
+    q.add_argument("--split", default="train")
+    q.add_argument("--model")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_bench_fusion)
 
     from . import eval_cli
     eval_cli.register(sub)
