@@ -126,7 +126,9 @@ def test_search_returns_complete_hits(client):
     assert result.lexical_query == "'zulu'"
 
     top = result[0]
-    assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit))
+    # every field is filled; rerank_score only when a reranker scored the pool
+    assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit) if f.name != "rerank_score")
+    assert top.rerank_score is None and result.rerank is None and not result.reranked
     assert (top.source_uri, top.title, top.ordinal, top.content, top.context, top.metadata) == (
         "target", "Target", 0, "zulu refunds", "billing", {"k": "v"})
     assert (top.found_by, top.dense_rank, top.lexical_rank) == ("both", 1, 1)

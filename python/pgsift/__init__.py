@@ -4,6 +4,7 @@ Every ranking step is a SQL function in schema `sift`; this package calls
 them (Client), installs them (migrate), and runs the embedded server.
 """
 
+from . import rerank
 from .client import Client, Embedder
 from .errors import (
     CollectionExists,
@@ -28,5 +29,5 @@ __all__ = [
     "Candidate", "Chunk", "Client", "Collection", "CollectionExists", "CollectionNotFound",
     "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "Hit", "IncompatibleCollections",
     "InvalidArgument", "InvalidKnob", "MigrationError", "PgsiftError", "SearchResult",
-    "ServerUnavailable", "UnknownLanguage", "install_script", "migrate",
+    "ServerUnavailable", "UnknownLanguage", "install_script", "migrate", "rerank",
 ]

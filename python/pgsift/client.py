@@ -19,8 +19,11 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
+import dataclasses
+
 from . import migrate as _migrate
 from . import queries
+from . import rerank as _rerank
 from .errors import InvalidArgument, translate
 from .models import Candidate, Collection, Document, Hit, SearchResult, vector_text
 
@@ -383,22 +386,121 @@ class Client:
             filter=Jsonb(filter or {}))
         return params
 
+    # -- the rerank path: pool from SQL, scores from the provider, final order from SQL --
+
+    @staticmethod
+    def _wants_rerank(query: str, top_k: int, rerank: bool) -> bool:
+        return rerank and top_k > 0 and bool((query or "").strip())
+
+    @staticmethod
+    def _names(collection: str | Sequence[str]) -> list[str]:
+        return [collection] if isinstance(collection, str) else list(collection)
+
+    @staticmethod
+    def _pool_params(params: dict, config: Any, top_k: int) -> dict:
+        return {**params, "match_count": _rerank.pool_size(top_k, config)}
+
+    @staticmethod
+    def _final_args(pool: list, outcome: Any, knobs: dict) -> tuple[list[int], list[float], dict]:
+        # Without scores from the reranker, the fused scores: the ranking already computed.
+        scores = outcome.finalize_scores() or [row[1] for row in pool]
+        return [row[0] for row in pool], scores, {k: v for k, v in knobs.items() if k in _RANKING_KNOBS}
+
+    @staticmethod
+    def _merge_legs(result: SearchResult, pool: list, outcome: Any) -> SearchResult:
+        """finalize knows nothing of the legs: put each hit's leg columns back from the pool."""
+        legs = {row[0]: row for row in pool}
+        rerank_scores = outcome.rerank_scores([row[0] for row in pool])
+        hits = []
+        for hit in result.hits:
+            row = legs[hit.chunk_id]
+            hits.append(dataclasses.replace(
+                hit, rerank_score=rerank_scores.get(hit.chunk_id), found_by=row[2], dense_rank=row[3],
+                dense_distance=row[4], lexical_rank=row[5], lexical_score=row[6], legs=row[7],
+                lexical_query=row[8]))
+        return SearchResult(hits, rerank=outcome)
+
     def search(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
-               top_k: int = 10, filter: dict | None = None, **knobs: Any) -> SearchResult:
-        """Hybrid search in one SQL call: retrieval, fusion and the ranking knobs. `collection`
+               top_k: int = 10, filter: dict | None = None, context: Any = None, rerank: bool = True,
+               **knobs: Any) -> SearchResult:
+        """Hybrid search: retrieval, fusion and the ranking knobs in one SQL call. `collection`
         is a name, or a list of names of this tenant searched as one pool (same embedding
         size). `embedding` is the query vector (computed by the client's embedder when omitted
         and one is set); knobs override the collections' settings for this call: retrieval
         (hybrid, dense_weight, rrf_k, fetch_k, ...) and ranking (recency_field,
         recency_half_life, recency_weight, recency_bias, per_document_cap, mmr_lambda,
-        boosts={name: boost}, score_threshold, lost_in_the_middle)."""
+        boosts={name: boost}, score_threshold, lost_in_the_middle).
+
+        When the collections name a reranker (see docs/rerank.md) the pool widens to
+        max(top_k, rerank_top_n), the reranker scores it (`context`: recent conversation,
+        prepended to the reranker's query only), and sift.finalize applies the ranking knobs
+        to its scores. Any reranker fault falls back to the fused ranking, logged; the result
+        says what happened (`result.rerank`, `result.reranked`, `hit.rerank_score`)."""
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
-        return SearchResult(self._fetch(queries.SEARCH, params, Hit))
+        config = None
+        if self._wants_rerank(query, top_k, rerank):
+            with self._conn() as conn:
+                config = _rerank.reranker_for(conn, self.tenant, self._names(collection))
+        if config is None or not config.usable:
+            # A refused reranker (another tenant's, or no common one) is logged and skipped.
+            outcome = None if config is None else _rerank.rerank_search(
+                config, tenant=self.tenant, query=query, pool_texts=[], top_k=top_k)
+            return SearchResult(self._fetch(queries.SEARCH, params, Hit), rerank=outcome)
+        with self._conn() as conn:
+            try:
+                with conn.transaction():
+                    pool = conn.execute(queries.RERANK_POOL, self._pool_params(params, config, top_k)).fetchall()
+                    texts = _rerank.fetch_pool_texts(conn, self.tenant, [row[0] for row in pool])
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+        # No transaction stays open across the provider call.
+        outcome = _rerank.rerank_search(config, tenant=self.tenant, query=query, pool_texts=texts,
+                                        top_k=top_k, conversation=context)
+        with self._conn() as conn:
+            _rerank.record_usage(conn, self.tenant, outcome)
+        if not pool:
+            return SearchResult([], rerank=outcome)
+        ids, scores, ranking = self._final_args(pool, outcome, knobs)
+        return self._merge_legs(self.finalize(collection, ids, scores, top_k=top_k, **ranking), pool, outcome)
 
     async def asearch(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
-                      top_k: int = 10, filter: dict | None = None, **knobs: Any) -> SearchResult:
+                      top_k: int = 10, filter: dict | None = None, context: Any = None,
+                      rerank: bool = True, **knobs: Any) -> SearchResult:
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
-        return SearchResult(await self._afetch(queries.SEARCH, params, Hit))
+        config = None
+        if self._wants_rerank(query, top_k, rerank):
+            async with self._aconn() as conn:
+                config = await _rerank.areranker_for(conn, self.tenant, self._names(collection))
+        if config is None or not config.usable:
+            outcome = None if config is None else await _rerank.arerank_search(
+                config, tenant=self.tenant, query=query, pool_texts=[], top_k=top_k)
+            return SearchResult(await self._afetch(queries.SEARCH, params, Hit), rerank=outcome)
+        async with self._aconn() as conn:
+            try:
+                async with conn.transaction():
+                    cur = await conn.execute(queries.RERANK_POOL, self._pool_params(params, config, top_k))
+                    pool = await cur.fetchall()
+                    texts = await _rerank.afetch_pool_texts(conn, self.tenant, [row[0] for row in pool])
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+        outcome = await _rerank.arerank_search(config, tenant=self.tenant, query=query, pool_texts=texts,
+                                               top_k=top_k, conversation=context)
+        async with self._aconn() as conn:
+            await _rerank.arecord_usage(conn, self.tenant, outcome)
+        if not pool:
+            return SearchResult([], rerank=outcome)
+        ids, scores, ranking = self._final_args(pool, outcome, knobs)
+        final = await self.afinalize(collection, ids, scores, top_k=top_k, **ranking)
+        return self._merge_legs(final, pool, outcome)
+
+    def reranking_enabled(self, collection: str | Sequence[str]) -> bool:
+        """Whether a search over these collections would call a reranker (no network call)."""
+        with self._conn() as conn:
+            return _rerank.reranking_enabled(conn, self.tenant, self._names(collection))
+
+    async def areranking_enabled(self, collection: str | Sequence[str]) -> bool:
+        async with self._aconn() as conn:
+            return await _rerank.areranking_enabled(conn, self.tenant, self._names(collection))
 
     def explain(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                 top_k: int = 10, filter: dict | None = None, chunk_ids: Sequence[int] | None = None,

@@ -98,6 +98,7 @@ class Hit:
     position: int | None = None
     threshold_applied: bool = False
     below_threshold: int = 0
+    rerank_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,14 @@ class SearchResult:
     score threshold was applied and how many candidates fell below it)."""
 
     hits: list[Hit]
+    # Set when the collections name a reranker: what it did (pgsift.rerank.RerankOutcome:
+    # reranked, partial, fault, reason, alias, chosen_by, latency_ms, ...).
+    rerank: Any = None
+
+    @property
+    def reranked(self) -> bool:
+        """Whether a reranker's scores ordered these hits (False after any fallback)."""
+        return bool(self.rerank is not None and self.rerank.applied)
 
     @property
     def legs(self) -> list[str]:

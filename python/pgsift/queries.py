@@ -166,6 +166,32 @@ _RANKING_ARGS = """
     score_threshold => %(score_threshold)s::float8::sift.score_threshold,
     lost_in_the_middle => %(lost_in_the_middle)s::boolean"""
 
+_RETRIEVAL_ARGS = """
+    collection => %(collection)s::text,
+    collections => %(collections)s::text[],
+    query_text => %(query_text)s::text,
+    query_embedding => %(query_embedding)s,
+    match_count => %(match_count)s::integer::sift.match_count,
+    tenant => %(tenant)s::text,
+    filter => %(filter)s::jsonb,
+    hybrid => %(hybrid)s::boolean,
+    dense_weight => %(dense_weight)s::float8::sift.dense_weight,
+    rrf_k => %(rrf_k)s::float8::sift.rrf_k,
+    fetch_k => %(fetch_k)s::integer::sift.fetch_k,
+    exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit,
+    lexical_scorer => %(lexical_scorer)s::text::sift.lexical_scorer,
+    bm25_k1 => %(bm25_k1)s::float8::sift.bm25_k1,
+    bm25_b => %(bm25_b)s::float8::sift.bm25_b"""
+
+# The rerank path: the fused pool (widened to the reranker's rerank_top_n), best first.
+RERANK_POOL = f"""
+select chunk_id, score, found_by, dense_rank, dense_distance, lexical_rank, lexical_score, legs,
+       lexical_query
+from sift.candidates({_RETRIEVAL_ARGS})
+order by fused_rank, chunk_id
+limit %(match_count)s
+"""
+
 _SEARCH_ARGS = f"""
     collection => %(collection)s::text,
     collections => %(collections)s::text[],

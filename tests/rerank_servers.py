@@ -1,0 +1,232 @@
+"""Loopback stand-ins for the rerank endpoints, for tests (no network exists here).
+
+One small HTTP server answers the three protocols by path, each in the shape the real
+service uses, so the real client libraries run against it unchanged:
+
+    POST /v1/rerank   Voyage: {model, query, documents, top_k, truncation}
+                      -> {"object": "list", "data": [{"index", "relevance_score"}],
+                          "model", "usage": {"total_tokens"}}
+    POST /v2/rerank   Cohere v2: {model, query, documents, top_n}
+                      -> {"id", "results": [{"index", "relevance_score"}],
+                          "meta": {"billed_units": {"search_units"}}}
+    POST /rerank      Text Embeddings Inference: {query, texts, truncate}
+                      -> [{"index", "score"}]  (header x-compute-tokens)
+
+`fault` injects one failure into every answer (or only the first `fail_first`): "slow"
+(waits `delay` seconds first), "429", "500", "503", "400", "malformed" (invalid JSON),
+"out_of_range", "negative_index", "duplicate", "nan", "missing_score", "partial" (ranks
+half the documents), "empty". Every request is recorded (path, headers, JSON body).
+
+Bounded: it binds 127.0.0.1 only, answers at most `max_requests` requests, stops itself
+after `lifetime` seconds, and `stop()` (or leaving the `with` block) releases any handler
+still waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Scorer = Callable[[str, Sequence[str]], list[float]]
+
+FAULTS = ("slow", "429", "500", "503", "400", "malformed", "out_of_range", "negative_index",
+          "duplicate", "nan", "missing_score", "partial", "empty")
+
+
+def reverse_scorer(query: str, documents: Sequence[str]) -> list[float]:
+    """Scores that reverse the pool order (the last document is the best), all distinct."""
+    n = len(documents)
+    return [(i + 1) / (n + 1) for i in range(n)]
+
+
+def keyword_scorer(weights: dict[str, float], default: float = 0.05) -> Scorer:
+    """Score each document by the first keyword it contains."""
+    def score(query: str, documents: Sequence[str]) -> list[float]:
+        out = []
+        for doc in documents:
+            out.append(next((w for k, w in weights.items() if k.lower() in doc.lower()), default))
+        return out
+    return score
+
+
+@dataclass
+class Request:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        srv = self.server.owner
+        number = srv._record(Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        if number > srv.max_requests:
+            return self._send(503, {"detail": "too many requests for a test server"})
+        kind = {"/v1/rerank": "voyage", "/v2/rerank": "cohere", "/rerank": "tei"}.get(self.path)
+        if kind is None or not isinstance(body, dict):
+            return self._send(404, {"detail": f"no such endpoint {self.path}"})
+        fault = srv.fault if (srv.fail_first is None or number <= srv.fail_first) else None
+        if fault == "slow":
+            srv._release.wait(srv.delay)
+            fault = None
+        if fault in ("429", "500", "503", "400"):
+            message = {"429": "rate limited", "500": "internal error", "503": "overloaded",
+                       "400": "bad request: documents too long"}[fault]
+            key = "message" if kind == "cohere" else "detail" if kind == "voyage" else "error"
+            return self._send(int(fault), {key: message})
+        if fault == "malformed":
+            return self._send_raw(200, b'{"data": [{"index": 0, "relevance_score": 0.5')
+        query = body.get("query", "")
+        docs = body.get("documents") if kind != "tei" else body.get("texts")
+        docs = list(docs or [])
+        scores = srv.scorer(query, docs)
+        order = sorted(range(len(docs)), key=lambda i: (-scores[i], i))
+        limit = body.get("top_k") if kind == "voyage" else body.get("top_n") if kind == "cohere" else None
+        if isinstance(limit, int):
+            order = order[:limit]
+        items: list[dict[str, Any]] = [{"index": i, "score": scores[i]} for i in order]
+        if fault == "out_of_range" and items:
+            items[0]["index"] = len(docs) + 7
+        elif fault == "negative_index" and items:
+            items[0]["index"] = -1
+        elif fault == "duplicate" and len(items) > 1:
+            items[1]["index"] = items[0]["index"]
+        elif fault == "nan" and items:
+            items[0]["score"] = float("nan")
+        elif fault == "missing_score" and items:
+            del items[0]["score"]
+        elif fault == "partial":
+            items = items[: max(1, len(items) // 2)]
+        elif fault == "empty":
+            items = []
+        tokens = len(re.findall(r"\w+", query)) + sum(len(re.findall(r"\w+", d)) for d in docs)
+        if kind == "tei":
+            return self._send(200, items, {"x-compute-tokens": str(tokens)})
+        for item in items:
+            if "score" in item:
+                item["relevance_score"] = item.pop("score")
+        if kind == "voyage":
+            return self._send(200, {"object": "list", "data": items, "model": body.get("model"),
+                                    "usage": {"total_tokens": tokens}})
+        return self._send(200, {"id": f"rerank-{number}", "results": items,
+                                "meta": {"api_version": {"version": "2"},
+                                         "billed_units": {"search_units": 1},
+                                         "tokens": {"input_tokens": tokens}}})
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(payload).encode(), headers)   # NaN stays NaN, as Python writes it
+
+    def _send_raw(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:   # the client gave up (timeout): nothing to answer
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # quiet
+        pass
+
+
+class RerankServer:
+    """A loopback rerank endpoint; `with RerankServer(...) as s:` or start()/stop()."""
+
+    def __init__(self, *, fault: str | None = None, fail_first: int | None = None,
+                 delay: float = 5.0, scorer: Scorer = reverse_scorer,
+                 max_requests: int = 200, lifetime: float = 60.0):
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}")
+        self.fault = fault
+        self.fail_first = fail_first
+        self.delay = delay
+        self.scorer = scorer
+        self.max_requests = max_requests
+        self.lifetime = lifetime
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self._httpd: _Server | None = None
+        self._threads: list[threading.Thread] = []
+        self._timer: threading.Timer | None = None
+
+    def _record(self, request: Request) -> int:
+        with self._lock:
+            self.requests.append(request)
+            return len(self.requests)
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def base_url(self, provider: str) -> str:
+        """What a reranker row's base_url is for this provider."""
+        return f"{self.url}/v1" if provider == "voyage" else self.url
+
+    def start(self) -> RerankServer:
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                  name="rerank-test-server", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        self._timer = threading.Timer(self.lifetime, self.stop)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        self._release.set()
+        if self._timer is not None:
+            self._timer.cancel()
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> RerankServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (connection refused)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
