@@ -1,0 +1,407 @@
+"""`pgsift golden ...` and `pgsift eval ...`: golden sets, evaluation runs, history, sweeps.
+
+    pgsift golden import COLLECTION --beir DIR [--split test] [--ingest] [--name NAME]
+    pgsift golden import COLLECTION --jsonl FILE [--name NAME]
+    pgsift golden list|export|rebind|delete COLLECTION [--name NAME]
+    pgsift eval COLLECTION --top-k K [--set knob=value ...] [--baseline dense] [--json]
+    pgsift eval history COLLECTION
+    pgsift eval sweep COLLECTION --knob dense_weight --values 0,0.1,...,1 [--plot out.png]
+
+Registered into the main parser by pgsift.cli.build_parser (register()).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import evaluation, golden
+from .cli import _connect, _embedder, table
+from .client import Client
+from .errors import CollectionNotFound, InvalidArgument
+
+EVAL_ACTIONS = ("run", "history", "sweep")
+
+
+class _Num(float):
+    """A number cell: right-aligned by cli.table, printed with a fixed format."""
+
+    def __new__(cls, value: float, fmt: str = ".4f"):
+        cell = super().__new__(cls, value)
+        cell.fmt = fmt
+        return cell
+
+    def __str__(self) -> str:
+        return format(float(self), self.fmt)
+
+
+def _num(value: Any, fmt: str = ".4f") -> _Num | None:
+    return None if value is None else _Num(value, fmt)
+
+
+def _dump(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _bar(total: int, desc: str, unit: str = "q"):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)
+
+
+# -- golden ------------------------------------------------------------------------
+
+def _ingest_beir(client: Client, collection: str, dataset: Path, model: str | None, language: str) -> None:
+    from . import bench
+
+    data = bench.load_beir(dataset, model)
+    try:
+        client.get_collection(collection)
+    except CollectionNotFound:
+        client.create_collection(collection, embedding_dims=data.dims, search_language=language)
+    with _bar(len(data), f"ingest {collection}", unit="doc") as bar:
+        client.upsert_documents(collection, golden.beir_documents(dataset, model=model),
+                                progress=lambda _doc: bar.update(1))
+
+
+def _print_import(report: golden.ImportReport, collection: str) -> None:
+    gs = report.golden_set
+    print(f"golden set {gs.name} of {collection} ({gs.judged_at}-level): {gs.questions} questions "
+          f"({gs.unanswerable} without an answer), {gs.positives} positives "
+          f"({gs.positives - gs.unbound} bound, {gs.unbound} unbound)")
+    if report.skipped:
+        print(f"skipped {len(report.skipped)} judgment(s) of documents found neither in the collection "
+              "nor in the corpus: " + ", ".join(f"{key} -> {uri}" for key, uri in report.skipped[:20])
+              + (" ..." if len(report.skipped) > 20 else ""))
+    if report.skipped_questions:
+        print(f"left out {len(report.skipped_questions)} question(s) with no known document: "
+              + ", ".join(report.skipped_questions[:20]))
+    _print_unbound(report.rebind)
+
+
+def _print_unbound(report: golden.RebindReport, limit: int = 20) -> None:
+    unbound = report.unbound
+    if not unbound:
+        return
+    print(f"{len(unbound)} positive(s) not bound to any chunk (no chunk holds the text verbatim, "
+          "or several documents do):")
+    rows = [[b.positive_id, b.question_key, b.status, b.source_uri] for b in unbound[:limit]]
+    print(table(rows, ["positive", "question", "status", "source_uri"]))
+    if len(unbound) > limit:
+        print(f"... and {len(unbound) - limit} more (--json lists them all)")
+
+
+def cmd_golden(args) -> int:
+    with _connect(args) as conn:
+        client = Client(conn, tenant=args.tenant)
+        if args.golden_action == "import":
+            return _golden_import(client, args)
+        if args.golden_action == "list":
+            sets = golden.list_golden_sets(client, args.collection)
+            if args.json:
+                _dump([s.__dict__ for s in sets])
+            else:
+                rows = [[s.name, s.judged_at, s.questions, s.unanswerable, s.positives, s.unbound,
+                         s.questions - s.without_embedding, s.source or "",
+                         s.created_at.strftime("%Y-%m-%d %H:%M")] for s in sets]
+                print(table(rows, ["name", "level", "questions", "no answer", "positives", "unbound",
+                                   "with vector", "source", "created"]))
+            return 0
+        if args.golden_action == "export":
+            lines = golden.export_golden_set(client, args.collection, args.name,
+                                             with_embeddings=args.with_embeddings)
+            if args.out:
+                with open(args.out, "w", encoding="utf-8") as out:
+                    n = golden.write_jsonl(lines, out)
+                print(f"wrote {n - 1} questions to {args.out}", file=sys.stderr)
+            else:
+                golden.write_jsonl(lines, sys.stdout)
+            return 0
+        if args.golden_action == "rebind":
+            report = golden.rebind(client, args.collection, args.name)
+            if args.json:
+                _dump({"golden_set": report.golden_set, "counts": report.counts,
+                       "unbound": [b.__dict__ for b in report.unbound]})
+            else:
+                counts = report.counts
+                print(f"golden set {report.golden_set}: "
+                      + ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items()))
+                _print_unbound(report)
+            return 0 if not report.unbound else 1
+        if args.golden_action == "delete":
+            if not args.name:
+                raise InvalidArgument("golden delete needs --name")
+            deleted = golden.delete_golden_set(client, args.collection, args.name)
+            print(f"deleted golden set {args.name}" if deleted else f"no golden set {args.name}")
+            return 0 if deleted else 1
+    return 2
+
+
+def _golden_import(client: Client, args) -> int:
+    if args.beir:
+        dataset = Path(args.beir)
+        if args.ingest:
+            _ingest_beir(client, args.collection, dataset, args.model, args.language)
+        questions, fallback, source = golden.beir_questions(dataset, split=args.split, model=args.model)
+        name = args.name or f"{dataset.resolve().name}-{args.split}"
+        judged_at, description = args.judged_at or "document", args.description
+    else:
+        if args.ingest:
+            raise InvalidArgument("--ingest goes with --beir (a JSONL golden set has no corpus)")
+        header, questions = golden.read_jsonl(args.jsonl)
+        fallback, source = {}, f"jsonl {Path(args.jsonl).name}"
+        name = args.name or header.get("name") or Path(args.jsonl).stem
+        judged_at = args.judged_at or header.get("judged_at") or "chunk"
+        description = args.description or header.get("description")
+    report = golden.import_golden_set(client, args.collection, name, questions, judged_at=judged_at,
+                                      source=source, description=description, replace=args.replace,
+                                      fallback_text=fallback, skip_missing=bool(args.beir))
+    if args.json:
+        _dump({"golden_set": report.golden_set.__dict__, "counts": report.rebind.counts,
+               "unbound": [b.__dict__ for b in report.rebind.unbound],
+               "skipped": [{"question": key, "source_uri": uri} for key, uri in report.skipped],
+               "skipped_questions": report.skipped_questions})
+    else:
+        _print_import(report, args.collection)
+    return 0
+
+
+# -- eval --------------------------------------------------------------------------
+
+def parse_settings(items: list[str] | None) -> dict[str, Any]:
+    """--set knob=value (repeatable) as knob overrides. A value is read as JSON when it is
+    JSON (0.5, 40, true, null, {"handbook": 2}), else kept as text ("30 days"); the
+    database casts and range-checks it."""
+    knobs: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise InvalidArgument(f"--set takes knob=value, got {item!r}")
+        if name not in evaluation.KNOBS:
+            raise InvalidArgument(f"--set: unknown knob {name!r} (known: {', '.join(evaluation.KNOBS)})")
+        try:
+            knobs[name] = json.loads(value)
+        except json.JSONDecodeError:
+            knobs[name] = value.strip()
+    return knobs
+
+
+def _metric_row(run: evaluation.EvalRun | evaluation.HistoryRow) -> list:
+    m = run.metrics
+    return [_num(m.get(name)) for name in evaluation.METRICS] + [
+        _num(m.get("mean_tokens"), ".1f"), _num(m.get("mean_results"), ".1f")]
+
+
+def _metric_headers(k: int | None) -> list[str]:
+    at = f"@{k}" if k else ""
+    return [evaluation.METRIC_LABELS[name] + at for name in evaluation.METRICS] + ["tokens", "results"]
+
+
+def _delta(delta: dict | None, name: str) -> _Num | None:
+    return None if not delta or delta.get(name) is None else _Num(delta[name], "+.4f")
+
+
+def _describe_set(client: Client, collection: str, run: evaluation.EvalRun) -> str:
+    qs = run.settings["questions"]
+    return (f"collection {collection}, golden set {run.golden_set} ({run.settings['judged_at']}-level): "
+            f"{qs['answerable']} answerable question(s), {qs['unanswerable']} without an answer; "
+            f"k = {run.k}")
+
+
+def _notes(runs: list[evaluation.EvalRun]) -> list[str]:
+    notes = []
+    for run in runs:
+        legs = ", ".join(f"{leg} {n}" for leg, n in run.settings["legs"].items()) or "none"
+        notes.append(f"{run.label}: legs run {legs}; query vectors: {run.settings['embeddings']}")
+    unbound = runs[0].settings["questions"]["unbound_positives"] if runs else 0
+    if unbound:
+        notes.append(f"warning: {unbound} positive(s) are not bound to a chunk and count as never "
+                     "found: run `pgsift golden rebind`")
+    declined = runs[0].metrics.get("unanswerable_declined") if runs else None
+    if declined is not None:
+        notes.append("share of questions without an answer that got no result: "
+                     + ", ".join(f"{r.label} {r.metrics['unanswerable_declined']:.2f}" for r in runs))
+    return notes
+
+
+def _client_for(conn, args, collection: str, modes: list[str]) -> Client:
+    client = Client(conn, tenant=args.tenant)
+    gs = golden.get_golden_set(client, collection, args.golden)
+    needs_vectors = any(m in ("pipeline", "dense") for m in modes)
+    if needs_vectors and (args.reembed or gs.without_embedding):
+        client.embedder = _embedder(required="dense" in modes)
+    return client
+
+
+def _eval_run(conn, args, collection: str) -> int:
+    knobs = parse_settings(args.set)
+    modes = ["pipeline", *dict.fromkeys(args.baseline or [])]
+    client = _client_for(conn, args, collection, modes)
+    gs = golden.get_golden_set(client, collection, args.golden)
+    runs = []
+    with _bar(gs.questions * len(modes), f"eval {collection}") as bar:
+        for mode in modes:
+            mode_knobs = knobs if mode == "pipeline" else {k: v for k, v in knobs.items() if k != "hybrid"}
+            runs.append(evaluation.evaluate(client, collection, golden_set=gs.name, top_k=args.top_k,
+                                            knobs=mode_knobs, mode=mode, store=not args.no_store,
+                                            reembed=args.reembed, progress=bar.update))
+    if args.json:
+        _dump({"runs": [r.to_json(per_question=args.per_question) for r in runs]})
+        return 0
+    print(_describe_set(client, collection, runs[0]))
+    rows = [[r.run_id, r.label, *_metric_row(r), _delta(r.delta, "ndcg"), _delta(r.delta, "recall"),
+             r.previous_run_id] for r in runs]
+    print(table(rows, ["run", "label", *_metric_headers(args.top_k), f"ΔnDCG@{args.top_k}",
+                       f"ΔR@{args.top_k}", "vs run"]))
+    if knobs:
+        print("overrides: " + ", ".join(f"{k}={v}" for k, v in knobs.items()))
+    for note in _notes(runs):
+        print(note)
+    return 0
+
+
+def _eval_history(conn, args, collection: str) -> int:
+    client = Client(conn, tenant=args.tenant)
+    rows = evaluation.history(client, collection, golden_set=args.golden,
+                              max_runs=None if args.all else args.limit)
+    if args.json:
+        _dump([r.__dict__ for r in rows])
+        return 0
+    out = []
+    for r in rows:
+        knobs = r.settings.get("knobs") or {}
+        out.append([r.run_id, r.created_at.strftime("%Y-%m-%d %H:%M"), r.set_name, r.label, r.k,
+                    *_metric_row(r), _delta(r.delta, "ndcg"), _delta(r.delta, "recall"),
+                    r.previous_run_id, " ".join(f"{k}={v}" for k, v in knobs.items())])
+    print(table(out, ["run", "when", "golden set", "label", "k", *_metric_headers(None), "ΔnDCG", "ΔR",
+                      "vs run", "overrides"]))
+    if rows:
+        print("Δ: against the previous run with the same golden set, k and label")
+    return 0
+
+
+def _eval_sweep(conn, args, collection: str) -> int:
+    if not args.knob or not args.values:
+        raise InvalidArgument("eval sweep needs --knob and --values")
+    if args.knob not in evaluation.SWEEP_KNOBS:
+        raise InvalidArgument(f"cannot sweep {args.knob!r}: choose one of {', '.join(evaluation.SWEEP_KNOBS)}")
+    values = evaluation.parse_values(args.values, evaluation.SWEEP_KNOBS[args.knob])
+    knobs = parse_settings(args.set)
+    baselines = list(dict.fromkeys(args.baseline or []))
+    client = _client_for(conn, args, collection, ["pipeline", *baselines])
+    gs = golden.get_golden_set(client, collection, args.golden)
+    evaluation.check_values(client, args.knob, values)
+    with _bar(gs.questions * (len(values) + len(baselines)), f"sweep {args.knob}") as bar:
+        result = evaluation.sweep(client, collection, args.knob, values, golden_set=gs.name,
+                                  top_k=args.top_k, knobs=knobs, baselines=baselines, metric=args.metric,
+                                  store=not args.no_store, reembed=args.reembed, progress=bar.update)
+    plot = Path(args.plot or f"sweep-{collection}-{args.knob}.png")
+    evaluation.plot_sweep(result, plot)
+    best_value, best_run = result.best
+    if args.json:
+        _dump({**result.to_json(), "plot": str(plot)})
+        return 0
+    print(_describe_set(client, collection, result.runs[0]))
+    rows = [[args.knob + "=" + evaluation.format_value(v), *_metric_row(r), r.run_id,
+             "*" if v == best_value else ""] for v, r in zip(result.values, result.runs)]
+    rows += [[f"{r.mode} only", *_metric_row(r), r.run_id, ""] for r in result.baselines]
+    print(table(rows, ["setting", *_metric_headers(args.top_k), "run", "best"]))
+    label = evaluation.METRIC_LABELS[result.metric]
+    print(f"best {args.knob} = {evaluation.format_value(best_value)} "
+          f"({label}@{args.top_k} {best_run.metrics[result.metric]:.4f}); plot: {plot}")
+    for note in _notes([result.runs[0], *result.baselines]):
+        print(note)
+    return 0
+
+
+def cmd_eval(args) -> int:
+    if args.action in EVAL_ACTIONS:
+        if not args.collection:
+            raise InvalidArgument(f"eval {args.action} needs a collection")
+        action, collection = args.action, args.collection
+    else:
+        if args.collection:
+            raise InvalidArgument(f"unexpected argument {args.collection!r} "
+                                  f"(pgsift eval COLLECTION, or eval {{{'|'.join(EVAL_ACTIONS)}}} COLLECTION)")
+        action, collection = "run", args.action
+    if action != "sweep" and (args.knob or args.values or args.plot):
+        raise InvalidArgument("--knob, --values and --plot go with `pgsift eval sweep`")
+    with _connect(args) as conn:
+        if action == "history":
+            return _eval_history(conn, args, collection)
+        if action == "sweep":
+            return _eval_sweep(conn, args, collection)
+        return _eval_run(conn, args, collection)
+
+
+# -- parser -------------------------------------------------------------------------
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add `golden` and `eval` to pgsift's subcommands."""
+    p = sub.add_parser("golden", help="golden sets: labelled questions to evaluate a collection with")
+    gsub = p.add_subparsers(dest="golden_action", required=True)
+
+    g = gsub.add_parser("import", help="import a golden set from a BEIR folder or a JSONL file")
+    g.add_argument("collection")
+    src = g.add_mutually_exclusive_group(required=True)
+    src.add_argument("--beir", metavar="DIR", help="BEIR layout: corpus.jsonl, queries.jsonl, qrels/")
+    src.add_argument("--jsonl", metavar="FILE", help="one question per line (see docs/evaluation.md)")
+    g.add_argument("--name", help="golden set name (default: DIR-SPLIT, the header's, or the file stem)")
+    g.add_argument("--split", default="test", help="BEIR qrels split (default test; tune on train)")
+    g.add_argument("--model", help="BEIR embeddings/<model> folder (default: the only one)")
+    g.add_argument("--ingest", action="store_true",
+                   help="BEIR: first write the corpus into the collection (created if missing), "
+                        "one document and one chunk per entry, as pgsift bench does")
+    g.add_argument("--language", default="english", help="with --ingest, for a new collection")
+    g.add_argument("--judged-at", choices=golden.JUDGED_AT,
+                   help="score chunks or whole documents (default: document for BEIR, chunk for JSONL)")
+    g.add_argument("--description")
+    g.add_argument("--replace", action="store_true", help="replace a set of that name (history stays)")
+    g.add_argument("--json", action="store_true")
+
+    for action, text in (("list", "golden sets of a collection"),
+                         ("export", "write a golden set as JSONL"),
+                         ("rebind", "after re-chunking: bind each positive to the chunk that now holds "
+                                    "its text (exit 1 if some could not be bound)"),
+                         ("delete", "delete a golden set (its run history stays)")):
+        g = gsub.add_parser(action, help=text)
+        g.add_argument("collection")
+        if action != "list":
+            g.add_argument("--name", help="golden set (default: the collection's only one)")
+        if action == "export":
+            g.add_argument("--out", help="file to write (default: stdout)")
+            g.add_argument("--with-embeddings", action="store_true", help="include stored query vectors")
+        if action in ("list", "rebind"):
+            g.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_golden)
+
+    p = sub.add_parser("eval", help="evaluate search on a golden set; history; knob sweeps",
+                       description="pgsift eval COLLECTION | eval history COLLECTION | "
+                                   "eval sweep COLLECTION --knob K --values V",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", metavar="COLLECTION|run|history|sweep")
+    p.add_argument("collection", nargs="?", help="the collection, after run, history or sweep")
+    p.add_argument("--golden", help="golden set (default: the collection's only one)")
+    p.add_argument("--top-k", type=int, default=10, help="k of every metric (default 10)")
+    p.add_argument("--set", action="append", metavar="KNOB=VALUE",
+                   help="override a knob for this evaluation (repeatable): "
+                        + ", ".join(evaluation.KNOBS))
+    p.add_argument("--baseline", action="append", choices=["dense", "lexical"],
+                   help="also run this leg alone beside the pipeline (repeatable)")
+    p.add_argument("--reembed", action="store_true",
+                   help="embed the questions with the local embedder even when vectors are stored")
+    p.add_argument("--no-store", action="store_true", help="do not record the run(s) in the history")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--per-question", action="store_true", help="with --json: each question's result")
+    p.add_argument("--knob", help="sweep: the knob (" + ", ".join(evaluation.SWEEP_KNOBS) + ")")
+    p.add_argument("--values", help="sweep: 0,0.1,...,1 (a series), 20,40,80, or start:stop:step")
+    p.add_argument("--metric", default="ndcg", choices=evaluation.METRICS,
+                   help="sweep: the metric that picks the best value (default ndcg)")
+    p.add_argument("--plot", help="sweep: PNG to write (default sweep-COLLECTION-KNOB.png)")
+    p.add_argument("--limit", type=int, default=50, help="history: the latest N runs (default 50)")
+    p.add_argument("--all", action="store_true", help="history: every run")
+    p.set_defaults(func=cmd_eval)

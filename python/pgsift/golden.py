@@ -1,0 +1,514 @@
+"""Golden sets: labelled questions for a collection, to measure retrieval against.
+
+A golden set belongs to one collection. Each question either has positives
+(the chunks that answer it, graded) or is marked as having no answer in the
+collection. A positive keeps its text as well as its chunk id, so after a
+re-chunk or a re-ingest (which gives chunks new ids) ``rebind`` finds the
+chunk that now holds the text verbatim, and reports every positive it could
+not bind instead of guessing.
+
+Sources:
+
+* a simple JSONL file (:func:`read_jsonl`), one question per line::
+
+      {"id": "q1", "question": "How long do refunds take?", "positives": ["Refunds are paid within 14 days."]}
+      {"id": "q2", "question": "Who approves refunds?",
+       "positives": [{"text": "approved by the finance team", "source_uri": "refunds.md", "grade": 2},
+                     {"chunk_id": 17}, {"source_uri": "policy.md"}]}
+      {"id": "q3", "question": "What is the CEO's shoe size?", "answerable": false}
+
+  A positive is its text (bound to the chunk that contains it), a chunk id
+  (its text is the chunk's), or a source_uri alone (every chunk of that
+  document). An optional first line ``{"pgsift_golden_set": {"name": ...,
+  "judged_at": ..., "description": ...}}`` carries the set's own settings
+  (:func:`export_golden_set` writes it).
+* a BEIR folder (:func:`beir_questions`): the split's queries with a relevant
+  judgment, each judged document mapped to all of its chunks, with the query
+  vectors when the folder has precomputed embeddings. Judgments are about
+  documents, so such a set is scored at the document level.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import psycopg
+from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
+
+from . import eval_queries as q
+from .client import Client
+from .errors import DimensionMismatch, InvalidArgument, PgsiftError, translate
+from .models import Chunk, Document
+
+JUDGED_AT = ("chunk", "document")
+HEADER_KEY = "pgsift_golden_set"
+
+
+class GoldenSetNotFound(PgsiftError, LookupError):
+    """The collection has no golden set of that name (or none at all)."""
+
+
+class GoldenSetExists(PgsiftError):
+    """A golden set of that name already exists in the collection (replace it explicitly)."""
+
+
+def translate_error(exc: psycopg.Error) -> Exception:
+    """errors.translate, plus the evaluation tables' own errors."""
+    state = getattr(exc, "sqlstate", None)
+    diag = getattr(exc, "diag", None)
+    if state == "SFG01":
+        hint = diag.message_hint if diag else None
+        message = diag.message_primary if diag and diag.message_primary else str(exc)
+        return GoldenSetNotFound(f"{message} ({hint})" if hint else message)
+    if state == "23505" and diag and diag.constraint_name == "golden_sets_collection_name_key":
+        return GoldenSetExists("a golden set of that name already exists in the collection "
+                               "(pass replace=True / --replace to overwrite it)")
+    return translate(exc)
+
+
+@contextlib.contextmanager
+def transaction(client: Client) -> Iterator[psycopg.Connection]:
+    """One transaction on the client's connection (or a pooled one); typed errors."""
+    with client._conn() as conn:
+        try:
+            with conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            raise translate_error(exc) from exc
+
+
+# -- rows ------------------------------------------------------------------------
+
+@dataclass
+class Positive:
+    """One positive of a question: give its text, a chunk id, or a document's source_uri."""
+
+    text: str | None = None
+    chunk_id: int | None = None
+    source_uri: str | None = None
+    grade: int = 1
+
+
+@dataclass
+class Question:
+    key: str
+    text: str
+    answerable: bool = True
+    positives: list[Positive] = field(default_factory=list)
+    embedding: Sequence[float] | np.ndarray | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    golden_set_id: int
+    name: str
+    judged_at: str
+    source: str | None
+    description: str | None
+    created_at: datetime
+    questions: int
+    unanswerable: int
+    positives: int
+    unbound: int
+    without_embedding: int
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What rebind did with one positive (status: kept, rebound, moved, ambiguous, not_found)."""
+
+    positive_id: int
+    question_key: str
+    old_chunk_id: int | None
+    chunk_id: int | None
+    source_uri: str | None
+    status: str
+
+
+@dataclass(frozen=True)
+class RebindReport:
+    golden_set: str
+    bindings: list[Binding]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(("kept", "rebound", "moved", "ambiguous", "not_found"), 0)
+        for b in self.bindings:
+            out[b.status] += 1
+        return out
+
+    @property
+    def unbound(self) -> list[Binding]:
+        return [b for b in self.bindings if b.chunk_id is None]
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    golden_set: GoldenSet
+    rebind: RebindReport
+    # (question key, source_uri) of judged documents with no text anywhere (skip_missing)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    # questions left out because every positive of theirs was skipped
+    skipped_questions: list[str] = field(default_factory=list)
+
+
+# -- reading sources -------------------------------------------------------------------
+
+def _positive(raw: Any, where: str) -> Positive:
+    if isinstance(raw, str):
+        return Positive(text=raw)
+    if not isinstance(raw, dict):
+        raise InvalidArgument(f"{where}: a positive is a text or an object, got {type(raw).__name__}")
+    unknown = set(raw) - {"text", "content", "chunk_id", "source_uri", "grade"}
+    if unknown:
+        raise InvalidArgument(f"{where}: unknown positive field(s) {', '.join(sorted(unknown))}")
+    grade = raw.get("grade", 1)
+    if not isinstance(grade, int) or isinstance(grade, bool) or grade < 1:
+        raise InvalidArgument(f"{where}: grade must be an integer >= 1, got {grade!r}")
+    chunk_id = raw.get("chunk_id")
+    if chunk_id is not None and (not isinstance(chunk_id, int) or isinstance(chunk_id, bool)):
+        raise InvalidArgument(f"{where}: chunk_id must be an integer, got {chunk_id!r}")
+    return Positive(text=raw.get("text", raw.get("content")), chunk_id=chunk_id,
+                    source_uri=raw.get("source_uri"), grade=grade)
+
+
+def question_from_json(row: Mapping[str, Any], default_key: str, where: str) -> Question:
+    """One JSONL line as a Question (see the module docstring for the fields)."""
+    unknown = set(row) - {"id", "_id", "question", "text", "answerable", "positives", "embedding",
+                          "metadata"}
+    if unknown:
+        raise InvalidArgument(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    text = row.get("question", row.get("text"))
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgument(f'{where}: "question" must be a non-empty text')
+    raw_positives = row.get("positives") or []
+    if not isinstance(raw_positives, list):
+        raise InvalidArgument(f'{where}: "positives" must be a list')
+    answerable = row.get("answerable", True)
+    if not isinstance(answerable, bool):
+        raise InvalidArgument(f'{where}: "answerable" must be true or false')
+    metadata = row.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidArgument(f'{where}: "metadata" must be an object')
+    key = row.get("id", row.get("_id", default_key))
+    return Question(key=str(key), text=text, answerable=answerable, metadata=metadata,
+                    positives=[_positive(p, where) for p in raw_positives],
+                    embedding=row.get("embedding"))
+
+
+def read_jsonl(path: Path | str) -> tuple[dict[str, Any], list[Question]]:
+    """A golden-set JSONL file: (the optional header's settings, the questions)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidArgument(f"{path} does not exist")
+    header: dict[str, Any] = {}
+    questions: list[Question] = []
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidArgument(f"{where}: not JSON ({exc})") from exc
+            if not isinstance(row, dict):
+                raise InvalidArgument(f"{where}: each line must be a JSON object")
+            if HEADER_KEY in row:
+                if questions or header:
+                    raise InvalidArgument(f"{where}: the {HEADER_KEY} header must be the first line")
+                header = dict(row[HEADER_KEY] or {})
+                continue
+            questions.append(question_from_json(row, str(len(questions) + 1), where))
+    return header, questions
+
+
+def beir_questions(dataset: Path | str, *, split: str = "test", model: str | None = None
+                   ) -> tuple[list[Question], dict[str, str], str]:
+    """The questions of a BEIR folder's split: (questions, fallback text per judged
+    corpus id, a description of the source).
+
+    Only queries with a judgment > 0 are kept (as pgsift.bench does). Each positive
+    names its corpus document (source_uri = corpus ``_id``), graded by the qrels
+    score; importing expands it to every chunk of that document. The query vectors
+    come along when the folder has ``embeddings/<model>/``; without that folder the
+    questions are imported without vectors (the evaluating client embeds them).
+    """
+    from . import bench
+
+    dataset = Path(dataset)
+    if (dataset / "embeddings").is_dir():
+        data = bench.load_beir(dataset, model, split=split)
+        keys, texts, qrels = data.query_ids, data.query_texts, data.qrels
+        vectors: Sequence[Any] = list(data.query_embeddings)
+        corpus = {doc_id: _beir_chunk_text(data.titles[i], data.texts[i])
+                  for i, doc_id in enumerate(data.doc_ids)}
+        source = f"beir {data.name} split={split} model={data.model}"
+    else:
+        needed = [dataset / "corpus.jsonl", dataset / "queries.jsonl", dataset / "qrels" / f"{split}.tsv"]
+        missing = [str(p.relative_to(dataset)) for p in needed if not p.is_file()]
+        if not dataset.is_dir() or missing:
+            raise InvalidArgument(f"{dataset} is not a BEIR folder: missing {', '.join(missing) or 'it all'}")
+        all_qrels = bench._read_qrels(needed[2])
+        qrels = {qid: judged for qid, judged in all_qrels.items() if any(s > 0 for s in judged.values())}
+        rows = [r for r in bench._read_jsonl(needed[1]) if str(r["_id"]) in qrels]
+        keys, texts = [str(r["_id"]) for r in rows], [r.get("text") or "" for r in rows]
+        vectors = [None] * len(keys)
+        corpus = {str(r["_id"]): _beir_chunk_text(r.get("title") or "", r.get("text") or "")
+                  for r in bench._read_jsonl(needed[0])}
+        source = f"beir {dataset.resolve().name} split={split} (no query vectors)"
+    questions = []
+    for key, text, vec in zip(keys, texts, vectors):
+        positives = [Positive(source_uri=doc_id, grade=score)
+                     for doc_id, score in sorted(qrels[key].items()) if score > 0]
+        questions.append(Question(key=key, text=text, positives=positives, embedding=vec))
+    judged = {p.source_uri for question in questions for p in question.positives}
+    return questions, {doc_id: corpus[doc_id] for doc_id in judged if doc_id in corpus}, source
+
+
+def _beir_chunk_text(title: str, text: str) -> str:
+    # As pgsift.bench ingests it: the text, or the title when the text is blank.
+    return text if text.strip() else title
+
+
+def beir_documents(dataset: Path | str, *, model: str | None = None) -> Iterator[Document]:
+    """A BEIR corpus as pgsift Documents, the way pgsift.bench ingests it: one document per
+    corpus entry (source_uri = ``_id``), one chunk (its text) with the precomputed vector."""
+    from . import bench
+
+    data = bench.load_beir(Path(dataset), model)
+    for i, doc_id in enumerate(data.doc_ids):
+        yield Document(source_uri=doc_id, title=data.titles[i] or None,
+                       chunks=[Chunk(content=_beir_chunk_text(data.titles[i], data.texts[i]),
+                                     embedding=data.doc_embeddings[i])])
+
+
+# -- sets ---------------------------------------------------------------------------
+
+def list_golden_sets(client: Client, collection: str) -> list[GoldenSet]:
+    with transaction(client) as conn:
+        cur = conn.cursor(row_factory=class_row(GoldenSet))
+        return cur.execute(q.LIST_GOLDEN_SETS, {"collection": collection, "tenant": client.tenant}).fetchall()
+
+
+def get_golden_set(client: Client, collection: str, name: str | None = None) -> GoldenSet:
+    """The named set; without a name, the collection's only one."""
+    if name is not None:
+        with transaction(client) as conn:
+            cur = conn.cursor(row_factory=class_row(GoldenSet))
+            return cur.execute(q.GET_GOLDEN_SET, {"collection": collection, "tenant": client.tenant,
+                                                  "name": name}).fetchone()
+    sets = list_golden_sets(client, collection)
+    if not sets:
+        raise GoldenSetNotFound(f'collection "{collection}" has no golden set '
+                                "(import one with `pgsift golden import`)")
+    if len(sets) > 1:
+        raise InvalidArgument(f'collection "{collection}" has {len(sets)} golden sets '
+                              f"({', '.join(s.name for s in sets)}): name one (--golden NAME)")
+    return sets[0]
+
+
+def delete_golden_set(client: Client, collection: str, name: str) -> bool:
+    """Delete a golden set with its questions; its evaluation runs stay in the history."""
+    with transaction(client) as conn:
+        return conn.execute(q.DELETE_GOLDEN_SET, {"collection": collection, "tenant": client.tenant,
+                                                  "name": name}).fetchone() is not None
+
+
+def _vector(embedding: Any, dims: int, where: str) -> list[float] | None:
+    if embedding is None:
+        return None
+    try:
+        arr = np.asarray(embedding, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(f"{where}: the embedding must be a list of numbers") from exc
+    if arr.ndim != 1 or not np.all(np.isfinite(arr)):
+        raise InvalidArgument(f"{where}: the embedding must be a flat list of finite numbers")
+    if arr.size != dims:
+        raise DimensionMismatch(f"{where}: the embedding has {arr.size} dimensions; "
+                                f"the collection expects {dims}", got=int(arr.size), expected=dims)
+    return arr.tolist()
+
+
+def _validate(questions: list[Question]) -> None:
+    seen: set[str] = set()
+    for question in questions:
+        where = f"question {question.key!r}"
+        if not str(question.key).strip():
+            raise InvalidArgument("a question has a blank id")
+        if question.key in seen:
+            raise InvalidArgument(f"{where} appears twice")
+        seen.add(question.key)
+        if not isinstance(question.text, str) or not question.text.strip():
+            raise InvalidArgument(f"{where} has no text")
+        if question.answerable and not question.positives:
+            raise InvalidArgument(f"{where} has no positive: give one, or mark it as having no "
+                                  'answer in the collection ("answerable": false)')
+        if not question.answerable and question.positives:
+            raise InvalidArgument(f"{where} is marked as having no answer but has positives")
+        for p in question.positives:
+            if p.chunk_id is None and not p.source_uri and not (p.text and p.text.strip()):
+                raise InvalidArgument(f"{where}: a positive needs a text, a chunk_id or a source_uri")
+            if not isinstance(p.grade, int) or isinstance(p.grade, bool) or p.grade < 1:
+                raise InvalidArgument(f"{where}: grade must be an integer >= 1, got {p.grade!r}")
+
+
+def _positive_rows(client: Client, conn: psycopg.Connection, collection: str,
+                   questions: list[Question], fallback_text: Mapping[str, str], skip_missing: bool,
+                   skipped: list[tuple[str, str]]) -> list[list[dict]]:
+    """Each question's positives as rows to insert (chunk_id, source_uri, content, grade)."""
+    params = {"collection": collection, "tenant": client.tenant}
+    chunk_ids = sorted({p.chunk_id for qu in questions for p in qu.positives if p.chunk_id is not None})
+    by_id = {r[0]: r for r in conn.execute(q.CHUNKS_BY_ID, {**params, "chunk_ids": chunk_ids})}
+    whole_docs = sorted({p.source_uri for qu in questions for p in qu.positives
+                         if p.chunk_id is None and p.source_uri and not (p.text and p.text.strip())})
+    of_doc: dict[str, list[tuple[int, str]]] = {}
+    for source_uri, chunk_id, content in conn.execute(q.CHUNKS_OF_DOCUMENTS,
+                                                      {**params, "source_uris": whole_docs}):
+        of_doc.setdefault(source_uri, []).append((chunk_id, content))
+
+    out = []
+    for question in questions:
+        where = f"question {question.key!r}"
+        rows: dict[tuple, dict] = {}
+
+        def add(chunk_id, source_uri, content, grade):
+            key = (chunk_id, content) if chunk_id is not None else (None, source_uri, content)
+            if key not in rows or rows[key]["grade"] < grade:
+                rows[key] = {"chunk_id": chunk_id, "source_uri": source_uri, "content": content,
+                             "grade": grade}
+
+        for p in question.positives:
+            text = p.text if p.text and p.text.strip() else None
+            if p.chunk_id is not None and p.chunk_id in by_id and (
+                    text is None or text in by_id[p.chunk_id][1]):
+                _, content, source_uri = by_id[p.chunk_id]
+                add(p.chunk_id, p.source_uri or source_uri, text or content, p.grade)
+            elif p.chunk_id is not None and text is None:
+                raise InvalidArgument(f"{where}: chunk {p.chunk_id} is not in collection "
+                                      f'"{collection}" (give the positive\'s text to bind it by text)')
+            elif text is not None:
+                # The text is what lasts: a chunk id from elsewhere (an export of another
+                # collection, a re-chunked one) that does not hold it is ignored.
+                add(None, p.source_uri, text, p.grade)      # bound by rebind, below
+            elif p.source_uri in of_doc:
+                for chunk_id, content in of_doc[p.source_uri]:
+                    add(chunk_id, p.source_uri, content, p.grade)
+            elif p.source_uri in fallback_text and fallback_text[p.source_uri].strip():
+                add(None, p.source_uri, fallback_text[p.source_uri], p.grade)   # reported unbound
+            elif skip_missing:
+                skipped.append((question.key, p.source_uri))
+            else:
+                raise InvalidArgument(f'{where}: document "{p.source_uri}" is not in collection '
+                                      f'"{collection}" (give the positive\'s text to import it unbound)')
+        out.append(list(rows.values()))
+    return out
+
+
+def import_golden_set(client: Client, collection: str, name: str, questions: Iterable[Question], *,
+                      judged_at: str = "chunk", source: str | None = None,
+                      description: str | None = None, replace: bool = False,
+                      fallback_text: Mapping[str, str] | None = None,
+                      skip_missing: bool = False) -> ImportReport:
+    """Store questions as golden set ``name`` of the collection, in one transaction.
+
+    Positives given by text are bound to the chunk that holds the text (as
+    :func:`rebind` does); the report lists those that could not be bound. A
+    document given by source_uri alone that is not in the collection is refused,
+    unless ``fallback_text`` has its text (then it is stored unbound and reported), or
+    ``skip_missing`` is set (then it is left out and reported in ``skipped``; a
+    question left without any positive is left out too). ``replace`` deletes an existing set of that name first (its run history stays).
+    """
+    questions = list(questions)
+    if judged_at not in JUDGED_AT:
+        raise InvalidArgument(f"judged_at must be one of {', '.join(JUDGED_AT)}, got {judged_at!r}")
+    if not name or not name.strip():
+        raise InvalidArgument("a golden set needs a name")
+    _validate(questions)
+    dims = client.get_collection(collection).embedding_dims
+    vectors = [_vector(qu.embedding, dims, f"question {qu.key!r}") for qu in questions]
+    params = {"collection": collection, "tenant": client.tenant, "name": name}
+    skipped: list[tuple[str, str]] = []
+    with transaction(client) as conn:
+        positives = _positive_rows(client, conn, collection, questions, fallback_text or {},
+                                   skip_missing, skipped)
+        kept = [(qu, vec, rows) for qu, vec, rows in zip(questions, vectors, positives)
+                if rows or not qu.answerable]
+        if not kept:
+            raise InvalidArgument("no question is left to import (none of their documents is known)")
+        if replace:
+            conn.execute(q.DELETE_GOLDEN_SET, params)
+        set_id = conn.execute(q.CREATE_GOLDEN_SET, {**params, "judged_at": judged_at, "source": source,
+                                                    "description": description}).fetchone()[0]
+        cur = conn.cursor()
+        for question, vector, rows in kept:
+            question_id = cur.execute(q.INSERT_QUESTION, {
+                "golden_set_id": set_id, "question_key": question.key, "question": question.text,
+                "answerable": question.answerable, "embedding": vector,
+                "metadata": Jsonb(question.metadata or {})}).fetchone()[0]
+            if rows:
+                cur.executemany(q.INSERT_POSITIVE, [{**r, "question_id": question_id} for r in rows])
+        bindings = _rebind(conn, params)
+    return ImportReport(golden_set=get_golden_set(client, collection, name),
+                        rebind=RebindReport(golden_set=name, bindings=bindings), skipped=skipped,
+                        skipped_questions=[qu.key for qu, rows in zip(questions, positives)
+                                           if qu.answerable and not rows])
+
+
+def _rebind(conn: psycopg.Connection, params: dict) -> list[Binding]:
+    return conn.cursor(row_factory=class_row(Binding)).execute(q.REBIND, params).fetchall()
+
+
+def rebind(client: Client, collection: str, name: str | None = None) -> RebindReport:
+    """Bind every positive of the set to the chunk that now holds its text verbatim
+    (sift.rebind_golden_set); positives no chunk holds, or that several documents
+    hold, are left unbound and listed in the report."""
+    name = get_golden_set(client, collection, name).name
+    with transaction(client) as conn:
+        bindings = _rebind(conn, {"collection": collection, "tenant": client.tenant, "name": name})
+    return RebindReport(golden_set=name, bindings=bindings)
+
+
+# -- export -------------------------------------------------------------------------
+
+def export_golden_set(client: Client, collection: str, name: str | None = None, *,
+                      with_embeddings: bool = False) -> Iterator[dict[str, Any]]:
+    """The set as JSONL-ready objects: the header, then one per question (read_jsonl reads
+    them back; positives carry chunk_id, source_uri, text and grade)."""
+    gs = get_golden_set(client, collection, name)
+    with transaction(client) as conn:
+        questions = conn.execute(q.QUESTIONS, {"golden_set_id": gs.golden_set_id}).fetchall()
+        positives: dict[int, list] = {}
+        for row in conn.execute(q.POSITIVES, {"golden_set_id": gs.golden_set_id}):
+            positives.setdefault(row[1], []).append(row)
+    yield {HEADER_KEY: {"name": gs.name, "judged_at": gs.judged_at, "source": gs.source,
+                        "description": gs.description}}
+    for question_id, key, text, answerable, embedding, metadata in questions:
+        line: dict[str, Any] = {"id": key, "question": text, "answerable": answerable}
+        if answerable:
+            line["positives"] = [{"text": content, "chunk_id": chunk_id, "source_uri": source_uri,
+                                  "grade": grade}
+                                 for _pid, _qid, chunk_id, source_uri, content, grade
+                                 in positives.get(question_id, [])]
+        if metadata:
+            line["metadata"] = metadata
+        if with_embeddings and embedding is not None:
+            line["embedding"] = [float(x) for x in embedding]
+        yield line
+
+
+def write_jsonl(lines: Iterable[Mapping[str, Any]], out: IO[str]) -> int:
+    n = 0
+    for line in lines:
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        n += 1
+    return n

@@ -1,0 +1,232 @@
+-- Evaluation: golden sets (labelled questions with their positive chunks)
+-- and the history of evaluation runs. The Python package imports, exports
+-- and scores; what a psql user needs lives here: rebinding positives after a
+-- re-chunk, and the run history with each run's delta.
+--
+-- Error codes (besides those of 00_core.sql):
+--   SFG01 unknown golden set
+
+create or replace function sift._golden_set(col sift.collections, golden_set text)
+returns sift.golden_sets
+language plpgsql stable security invoker
+set search_path from current
+as $$
+declare
+    hit sift.golden_sets;
+begin
+    select s.* into hit
+    from sift.golden_sets s
+    where s.collection_id = col.collection_id and s.name = _golden_set.golden_set;
+    if hit.golden_set_id is null then
+        raise exception 'unknown golden set "%" in collection "%"', golden_set, col.name
+            using errcode = 'SFG01',
+                  hint = 'import one with `pgsift golden import`; `pgsift golden list` shows them';
+    end if;
+    return hit;
+end;
+$$;
+comment on function sift._golden_set(sift.collections, text) is
+    'Internal: the golden set of that name in the collection; raises SFG01 when there is none.';
+
+
+create or replace function sift._golden_positives_before_write()
+returns trigger
+language plpgsql security invoker
+set search_path from current
+as $$
+declare
+    q record;
+    c record;
+begin
+    select s.collection_id, g.answerable, g.question_key into q
+    from sift.golden_questions g
+    join sift.golden_sets s on s.golden_set_id = g.golden_set_id
+    where g.question_id = new.question_id;
+    if not found then
+        return new;   -- the foreign key reports the unknown question
+    end if;
+    if not q.answerable then
+        raise exception 'question "%" is marked as having no answer: it cannot have a positive',
+            q.question_key
+            using errcode = 'SF003', hint = 'mark it answerable first, or leave its positives out';
+    end if;
+    if new.chunk_id is not null then
+        select k.collection_id, k.content, d.source_uri into c
+        from sift.chunks k
+        join sift.documents d on d.document_id = k.document_id
+        where k.chunk_id = new.chunk_id;
+        if found and c.collection_id <> q.collection_id then
+            raise exception 'chunk % belongs to another collection than the golden set', new.chunk_id
+                using errcode = 'SF003';
+        end if;
+        if found then
+            -- A positive given by chunk alone takes the chunk's text and document.
+            new.content := coalesce(new.content, c.content);
+            new.source_uri := coalesce(new.source_uri, c.source_uri);
+        end if;
+    end if;
+    return new;
+end;
+$$;
+comment on function sift._golden_positives_before_write() is
+    'Trigger: a positive''s chunk must belong to its golden set''s collection, an unanswerable '
+    'question has no positive, and a positive given by chunk_id alone takes its text and source.';
+
+drop trigger if exists golden_positives_before_write on sift.golden_positives;
+create trigger golden_positives_before_write
+    before insert or update on sift.golden_positives
+    for each row execute function sift._golden_positives_before_write();
+
+
+create or replace function sift.rebind_golden_set(
+    collection text,
+    golden_set text,
+    tenant     text default 'default')
+returns table (
+    positive_id  bigint,
+    question_key text,
+    old_chunk_id bigint,
+    chunk_id     bigint,
+    source_uri   text,
+    status       text)
+language plpgsql volatile security invoker
+set search_path from current
+as $$
+#variable_conflict use_column
+declare
+    col sift.collections := sift._collection(rebind_golden_set.tenant, rebind_golden_set.collection);
+    gs  sift.golden_sets := sift._golden_set(col, rebind_golden_set.golden_set);
+begin
+    return query
+    with pos as (
+        select p.positive_id, q.question_key, p.chunk_id as old_chunk_id, p.source_uri, p.content
+        from sift.golden_positives p
+        join sift.golden_questions q on q.question_id = p.question_id
+        where q.golden_set_id = gs.golden_set_id
+    ), kept as (
+        -- Still bound to a chunk that holds the text.
+        select pos.positive_id, c.chunk_id, d.source_uri
+        from pos
+        join sift.chunks c on c.chunk_id = pos.old_chunk_id
+        join sift.documents d on d.document_id = c.document_id
+        where c.collection_id = col.collection_id
+          and pg_catalog.strpos(c.content, pos.content) > 0
+    ), same_document as (
+        -- The first chunk of the positive's own document that holds the text.
+        select distinct on (pos.positive_id) pos.positive_id, c.chunk_id, d.source_uri
+        from pos
+        join sift.documents d on d.collection_id = col.collection_id
+                             and d.source_uri = pos.source_uri
+        join sift.chunks c on c.document_id = d.document_id
+        where not exists (select 1 from kept where kept.positive_id = pos.positive_id)
+          and pg_catalog.strpos(c.content, pos.content) > 0
+        order by pos.positive_id, c.ordinal, c.chunk_id
+    ), elsewhere as (
+        -- Anywhere in the collection: bound only when exactly one document holds it.
+        select pos.positive_id,
+               count(distinct c.document_id) as documents,
+               (pg_catalog.array_agg(c.chunk_id order by c.document_id, c.ordinal, c.chunk_id))[1]
+                   as chunk_id,
+               (pg_catalog.array_agg(d.source_uri order by c.document_id, c.ordinal, c.chunk_id))[1]
+                   as source_uri
+        from pos
+        join sift.chunks c on c.collection_id = col.collection_id
+        join sift.documents d on d.document_id = c.document_id
+        where not exists (select 1 from kept where kept.positive_id = pos.positive_id)
+          and not exists (select 1 from same_document s where s.positive_id = pos.positive_id)
+          and pg_catalog.strpos(c.content, pos.content) > 0
+        group by pos.positive_id
+    ), decided as (
+        select pos.positive_id, pos.question_key, pos.old_chunk_id,
+               coalesce(k.chunk_id, s.chunk_id,
+                        case when e.documents = 1 then e.chunk_id end) as chunk_id,
+               coalesce(k.source_uri, s.source_uri,
+                        case when e.documents = 1 then e.source_uri end, pos.source_uri) as source_uri,
+               case when k.chunk_id is not null then 'kept'
+                    when s.chunk_id is not null then 'rebound'
+                    when e.documents = 1 and pos.source_uri is not null
+                         and pos.source_uri <> e.source_uri then 'moved'
+                    when e.documents = 1 then 'rebound'
+                    when e.documents > 1 then 'ambiguous'
+                    else 'not_found' end as status
+        from pos
+        left join kept k on k.positive_id = pos.positive_id
+        left join same_document s on s.positive_id = pos.positive_id
+        left join elsewhere e on e.positive_id = pos.positive_id
+    ), written as (
+        update sift.golden_positives g
+        set chunk_id = x.chunk_id, source_uri = x.source_uri
+        from decided x
+        where g.positive_id = x.positive_id
+          and (g.chunk_id is distinct from x.chunk_id or g.source_uri is distinct from x.source_uri)
+        returning g.positive_id
+    )
+    select x.positive_id, x.question_key, x.old_chunk_id, x.chunk_id, x.source_uri, x.status
+    from decided x
+    order by x.positive_id;
+end;
+$$;
+comment on function sift.rebind_golden_set(text, text, text) is
+    'After re-chunking or re-ingesting: binds every positive of the golden set to the chunk that '
+    'now holds its text verbatim (strpos, case and whitespace exact). Status per positive: kept '
+    '(its chunk still holds the text), rebound (another chunk of the same document, else the only '
+    'document that holds it), moved (found only in a different document), ambiguous (several '
+    'documents hold it: left unbound rather than guessed), not_found (left unbound). Writes.';
+
+
+create or replace function sift.eval_history(
+    collection text,
+    tenant     text default 'default',
+    golden_set text default null,
+    max_runs   integer default 50)
+returns table (
+    run_id          bigint,
+    created_at      timestamptz,
+    set_name        text,
+    label           text,
+    k               integer,
+    metrics         jsonb,
+    settings        jsonb,
+    previous_run_id bigint,
+    delta           jsonb)
+language plpgsql stable security invoker
+set search_path from current
+as $$
+#variable_conflict use_column
+declare
+    col sift.collections := sift._collection(eval_history.tenant, eval_history.collection);
+begin
+    if eval_history.max_runs is not null and eval_history.max_runs < 1 then
+        raise exception 'max_runs must be at least 1 (null: every run), got %', eval_history.max_runs
+            using errcode = 'SF003';
+    end if;
+    return query
+    with runs as (
+        select r.run_id, r.created_at, r.golden_set, r.label, r.k, r.metrics, r.settings,
+               pg_catalog.lag(r.run_id) over w as previous_run_id,
+               pg_catalog.lag(r.metrics) over w as previous_metrics
+        from sift.eval_runs r
+        where r.collection_id = col.collection_id
+          and (eval_history.golden_set is null or r.golden_set = eval_history.golden_set)
+        window w as (partition by r.golden_set, r.k, r.label order by r.run_id)
+    ), latest as (
+        select * from runs order by runs.run_id desc limit eval_history.max_runs
+    )
+    select l.run_id, l.created_at, l.golden_set, l.label, l.k, l.metrics, l.settings,
+           l.previous_run_id,
+           case when l.previous_run_id is not null then (
+               select coalesce(pg_catalog.jsonb_object_agg(
+                          m.key, m.value::float8 - (l.previous_metrics -> m.key)::float8
+                          order by m.key), '{}'::jsonb)
+               from pg_catalog.jsonb_each(l.metrics) m
+               where pg_catalog.jsonb_typeof(m.value) = 'number'
+                 and pg_catalog.jsonb_typeof(l.previous_metrics -> m.key) = 'number') end
+    from latest l
+    order by l.run_id;
+end;
+$$;
+comment on function sift.eval_history(text, text, text, integer) is
+    'Stored evaluation runs of a collection, oldest first (the latest max_runs; null: all), '
+    'optionally of one golden set: settings used, metrics, when, and delta = each numeric metric '
+    'minus the same metric of the previous run with the same golden set, k and label '
+    '(pipeline, dense, lexical, sweep <knob>=<value>). Read-only.';

@@ -1,0 +1,404 @@
+"""Golden sets: import (JSONL, BEIR), export, rebind after a re-ingest, and the guards
+(tenant, collection, unanswerable questions) the tables and trigger enforce."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+
+from pgsift import Chunk, Client, CollectionNotFound, DimensionMismatch, Document, InvalidArgument
+from pgsift.cli import main
+from pgsift.golden import (GoldenSetExists, GoldenSetNotFound, Positive, Question, beir_questions,
+                           export_golden_set, get_golden_set, import_golden_set, list_golden_sets,
+                           read_jsonl, rebind, write_jsonl)
+
+DIMS = 8
+
+# source_uri -> title, [(text, token_count)]; chunk i of the whole corpus has embedding e(i).
+CORPUS = {
+    "refunds.md": ("Refunds", [("Refunds are paid within 14 days of the request.", 10),
+                               ("Refunds over 500 euros need approval by the finance team.", 12)]),
+    "shipping.md": ("Shipping", [("Parcels ship from Rotterdam every weekday morning.", 9),
+                                 ("Returns travel back to Rotterdam at the customer's cost.", 11)]),
+    "holidays.md": ("Holidays", [("Staff get 25 days of paid leave a year.", 9)]),
+    "security.md": ("Security", [("Laptops must use full disk encryption.", 7)]),
+}
+
+
+def e(i: int) -> list[float]:
+    v = [0.0] * DIMS
+    v[i] = 1.0
+    return v
+
+
+def corpus_documents(corpus: dict = CORPUS) -> list[Document]:
+    docs, i = [], 0
+    for uri, (title, chunks) in corpus.items():
+        doc_chunks = []
+        for text, tokens in chunks:
+            doc_chunks.append(Chunk(content=text, embedding=e(i), token_count=tokens))
+            i += 1
+        docs.append(Document(source_uri=uri, title=title, chunks=doc_chunks))
+    return docs
+
+
+def chunk_ids(db: psycopg.Connection, collection: str = "kb", tenant: str = "default") -> dict:
+    """(source_uri, ordinal) -> chunk_id."""
+    rows = db.execute(
+        "select d.source_uri, c.ordinal, c.chunk_id from sift.chunks c "
+        "join sift.documents d using (document_id) join sift.collections k on k.collection_id = d.collection_id "
+        "where k.name = %s and k.tenant = %s", (collection, tenant)).fetchall()
+    return {(uri, ordinal): cid for uri, ordinal, cid in rows}
+
+
+def build_kb(client: Client, db: psycopg.Connection, name: str = "kb") -> dict:
+    client.create_collection(name, embedding_dims=DIMS)
+    client.upsert_documents(name, corpus_documents())
+    return chunk_ids(db, name, client.tenant)
+
+
+def kb_questions(ids: dict) -> list[dict]:
+    """The test's golden set as JSONL objects (chunk level)."""
+    return [
+        {"id": "refund-time", "question": "how many days until refunds are paid",
+         "positives": ["paid within 14 days"], "embedding": e(0)},
+        {"id": "approval", "question": "who approves large refunds",
+         "positives": [{"chunk_id": ids[("refunds.md", 1)], "grade": 2}], "embedding": e(1)},
+        {"id": "returns", "question": "where do returns go",
+         "positives": [{"source_uri": "shipping.md"}], "embedding": e(3)},
+        # deliberately the wrong vector: the dense leg ranks a shipping chunk first
+        {"id": "leave", "question": "how much paid leave do staff get",
+         "positives": ["25 days of paid leave"], "embedding": e(2)},
+        {"id": "shoe", "question": "what is the CEO's shoe size", "answerable": False,
+         "embedding": e(6)},
+    ]
+
+
+def write_questions(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture
+def kb(client, db) -> dict:
+    return build_kb(client, db)
+
+
+def positives_of(db, set_name: str = "gold") -> dict:
+    rows = db.execute(
+        "select q.question_key, p.chunk_id, p.source_uri, p.content, p.grade "
+        "from sift.golden_positives p join sift.golden_questions q using (question_id) "
+        "join sift.golden_sets s using (golden_set_id) where s.name = %s order by p.positive_id",
+        (set_name,)).fetchall()
+    out: dict = {}
+    for key, cid, uri, content, grade in rows:
+        out.setdefault(key, []).append((cid, uri, content, grade))
+    return out
+
+
+# -- JSONL import ---------------------------------------------------------------------
+
+def test_jsonl_import_binds_each_kind_of_positive(client, db, kb, tmp_path):
+    header, questions = read_jsonl(write_questions(tmp_path / "gold.jsonl", kb_questions(kb)))
+    assert header == {} and [q.key for q in questions] == ["refund-time", "approval", "returns", "leave",
+                                                            "shoe"]
+    report = import_golden_set(client, "kb", "gold", questions)
+
+    gs = report.golden_set
+    assert (gs.name, gs.judged_at, gs.questions, gs.unanswerable) == ("gold", "chunk", 5, 1)
+    assert gs.positives == 5 and gs.unbound == 0 and gs.without_embedding == 0
+    assert report.rebind.unbound == []
+    pos = positives_of(db)
+    # text: bound to the chunk that holds it, the text kept as given
+    assert pos["refund-time"] == [(kb[("refunds.md", 0)], "refunds.md", "paid within 14 days", 1)]
+    # chunk id: the chunk's own text and document
+    assert pos["approval"] == [(kb[("refunds.md", 1)], "refunds.md",
+                                CORPUS["refunds.md"][1][1][0], 2)]
+    # a document alone: every chunk of it
+    assert pos["returns"] == [(kb[("shipping.md", i)], "shipping.md", CORPUS["shipping.md"][1][i][0], 1)
+                              for i in (0, 1)]
+    assert "shoe" not in pos
+    # the query vectors came along
+    vec = db.execute("select q.embedding::float4[] from sift.golden_questions q "
+                     "where q.question_key = 'approval'").fetchone()[0]
+    assert vec == e(1)
+
+
+def test_jsonl_errors_name_the_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "fine", "positives": ["x"]}\n\n{"question": "oops"\n')
+    with pytest.raises(InvalidArgument, match=r"bad.jsonl:3: not JSON"):
+        read_jsonl(bad)
+    bad.write_text('{"question": "q", "positives": [{"txt": "typo"}]}\n')
+    with pytest.raises(InvalidArgument, match=r"bad.jsonl:1: unknown positive field\(s\) txt"):
+        read_jsonl(bad)
+    bad.write_text('{"question": "q", "answerable": "no"}\n')
+    with pytest.raises(InvalidArgument, match="answerable"):
+        read_jsonl(bad)
+
+
+@pytest.mark.parametrize("question, error, message", [
+    (Question("a", "no positives"), InvalidArgument, "has no positive"),
+    (Question("a", "both", answerable=False, positives=[Positive(text="x")]), InvalidArgument, "has positives"),
+    (Question("a", "   ", positives=[Positive(text="x")]), InvalidArgument, "has no text"),
+    (Question("a", "empty positive", positives=[Positive()]), InvalidArgument,
+     "needs a text, a chunk_id or a source_uri"),
+    (Question("a", "bad grade", positives=[Positive(text="x", grade=0)]), InvalidArgument, "grade"),
+    (Question("a", "unknown doc", positives=[Positive(source_uri="nope.md")]), InvalidArgument,
+     '"nope.md" is not in'),
+    (Question("a", "unknown chunk", positives=[Positive(chunk_id=10**9)]), InvalidArgument,
+     "is not in collection"),
+    (Question("a", "short vector", positives=[Positive(text="x")], embedding=[1.0, 0.0]), DimensionMismatch,
+     "2 dimensions"),
+])
+def test_import_refuses_bad_questions_and_writes_nothing(client, db, kb, question, error, message):
+    with pytest.raises(error, match=message):
+        import_golden_set(client, "kb", "gold", [question])
+    assert db.execute("select count(*) from sift.golden_sets").fetchone()[0] == 0
+
+
+def test_duplicate_keys_and_names(client, kb):
+    q = Question("a", "refunds", positives=[Positive(text="Refunds")])
+    with pytest.raises(InvalidArgument, match="appears twice"):
+        import_golden_set(client, "kb", "gold", [q, q])
+    import_golden_set(client, "kb", "gold", [q])
+    with pytest.raises(GoldenSetExists, match="replace"):
+        import_golden_set(client, "kb", "gold", [q])
+    report = import_golden_set(client, "kb", "gold", [q, Question("b", "leave", positives=[Positive(text="leave")])],
+                               replace=True)
+    assert report.golden_set.questions == 2
+    assert [s.name for s in list_golden_sets(client, "kb")] == ["gold"]
+
+
+def test_text_in_several_documents_is_left_unbound(client, db, kb):
+    # "Rotterdam" is in two chunks of one document: bound to the first. "days" is in two
+    # documents (refunds and holidays): ambiguous, left unbound.
+    report = import_golden_set(client, "kb", "gold", [
+        Question("a", "where", positives=[Positive(text="Rotterdam")]),
+        Question("b", "when", positives=[Positive(text="days")]),
+    ])
+    by_key = {b.question_key: b for b in report.rebind.bindings}
+    assert by_key["a"].chunk_id == kb[("shipping.md", 0)] and by_key["a"].status == "rebound"
+    assert by_key["b"].chunk_id is None and by_key["b"].status == "ambiguous"
+    assert report.golden_set.unbound == 1
+    # The same text with its document named is bound there.
+    report = import_golden_set(client, "kb", "gold2", [
+        Question("b", "when", positives=[Positive(text="days", source_uri="holidays.md")])])
+    assert report.rebind.bindings[0].chunk_id == kb[("holidays.md", 0)]
+
+
+# -- the database's guards ---------------------------------------------------------------
+
+def test_positive_must_be_a_chunk_of_the_sets_collection(client, db, kb):
+    import_golden_set(client, "kb", "gold", [Question("a", "refunds", positives=[Positive(text="Refunds are")])])
+    other = build_kb(client, db, "other")
+    question_id = db.execute("select question_id from sift.golden_questions").fetchone()[0]
+    with pytest.raises(psycopg.Error, match="belongs to another collection") as info:
+        db.execute("insert into sift.golden_positives (question_id, chunk_id) values (%s, %s)",
+                   (question_id, other[("refunds.md", 0)]))
+    assert info.value.sqlstate == "SF003"
+    # A chunk of the right collection given alone takes its text and document.
+    db.execute("insert into sift.golden_positives (question_id, chunk_id) values (%s, %s)",
+               (question_id, kb[("security.md", 0)]))
+    row = db.execute("select content, source_uri from sift.golden_positives where chunk_id = %s",
+                     (kb[("security.md", 0)],)).fetchone()
+    assert row == (CORPUS["security.md"][1][0][0], "security.md")
+
+
+def test_unanswerable_question_cannot_get_a_positive(client, db, kb):
+    import_golden_set(client, "kb", "gold", [Question("shoe", "shoe size?", answerable=False)])
+    question_id = db.execute("select question_id from sift.golden_questions").fetchone()[0]
+    with pytest.raises(psycopg.Error, match="no answer"):
+        db.execute("insert into sift.golden_positives (question_id, content) values (%s, 'x')", (question_id,))
+
+
+def test_golden_sets_are_per_tenant_and_go_with_the_collection(client, db, kb):
+    import_golden_set(client, "kb", "gold", [Question("a", "refunds", positives=[Positive(text="Refunds are")])])
+    acme = Client(db, tenant="acme")
+    build_kb(acme, db)
+    assert list_golden_sets(acme, "kb") == []
+    with pytest.raises(GoldenSetNotFound, match='unknown golden set "gold"'):
+        get_golden_set(acme, "kb", "gold")
+    with pytest.raises(GoldenSetNotFound, match="has no golden set"):
+        get_golden_set(acme, "kb")
+    with pytest.raises(CollectionNotFound):
+        list_golden_sets(Client(db, tenant="nobody"), "kb")
+    client.drop_collection("kb")
+    assert db.execute("select count(*) from sift.golden_questions").fetchone()[0] == 0
+
+
+# -- export ------------------------------------------------------------------------
+
+def test_export_then_import_gives_the_same_set(client, db, kb, tmp_path):
+    import_golden_set(client, "kb", "gold", read_jsonl(write_questions(tmp_path / "g.jsonl", kb_questions(kb)))[1],
+                      description="handbook questions")
+    out = tmp_path / "export.jsonl"
+    with out.open("w") as f:
+        n = write_jsonl(export_golden_set(client, "kb", "gold", with_embeddings=True), f)
+    assert n == 1 + 5
+    header, questions = read_jsonl(out)
+    assert header["name"] == "gold" and header["judged_at"] == "chunk"
+    assert header["description"] == "handbook questions"
+    import_golden_set(client, "kb", "copy", questions, judged_at=header["judged_at"])
+    assert positives_of(db, "copy") == positives_of(db, "gold")
+    same = db.execute("""
+        select count(*) from sift.golden_questions a join sift.golden_questions b using (question_key)
+        where a.golden_set_id <> b.golden_set_id and a.question = b.question
+          and a.answerable = b.answerable and a.embedding = b.embedding""").fetchone()[0]
+    assert same == 2 * 5
+
+
+# -- rebind ------------------------------------------------------------------------
+
+def test_rebind_after_reingest_edit_move_and_delete(client, db, kb, tmp_path):
+    import_golden_set(client, "kb", "gold", read_jsonl(write_questions(tmp_path / "g.jsonl", kb_questions(kb)))[1])
+    assert {b.status for b in rebind(client, "kb").bindings} == {"kept"}
+
+    # Re-ingest: the same texts, new chunk ids (the old chunks are deleted: positives go unbound).
+    changed = dict(CORPUS)
+    # refunds.md is re-chunked: the approval sentence now shares a chunk with a new one
+    changed["refunds.md"] = ("Refunds", [
+        ("Refunds are paid within 14 days of the request.", 10),
+        ("New policy. Refunds over 500 euros need approval by the finance team. Ask first.", 16)])
+    # the leave sentence moved from holidays.md into security.md
+    changed["holidays.md"] = ("Holidays", [("Holidays are announced in January.", 6)])
+    changed["security.md"] = ("Security", [("Laptops must use full disk encryption. "
+                                            "Staff get 25 days of paid leave a year.", 16)])
+    client.upsert_documents("kb", corpus_documents(changed))
+    client.delete_document("kb", "shipping.md")
+    unbound = db.execute("select count(*) from sift.golden_positives where chunk_id is null").fetchone()[0]
+    assert unbound == 5        # every positive lost its chunk
+
+    report = rebind(client, "kb", "gold")
+    new = chunk_ids(db)
+    by_key: dict = {}
+    for b in report.bindings:
+        by_key.setdefault(b.question_key, []).append(b)
+    assert [(b.chunk_id, b.status) for b in by_key["refund-time"]] == [(new[("refunds.md", 0)], "rebound")]
+    assert [(b.chunk_id, b.status) for b in by_key["approval"]] == [(new[("refunds.md", 1)], "rebound")]
+    assert [(b.chunk_id, b.source_uri, b.status) for b in by_key["leave"]] == [
+        (new[("security.md", 0)], "security.md", "moved")]
+    assert [(b.chunk_id, b.status) for b in by_key["returns"]] == [(None, "not_found")] * 2
+    assert report.counts == {"kept": 0, "rebound": 2, "moved": 1, "ambiguous": 0, "not_found": 2}
+    assert [b.question_key for b in report.unbound] == ["returns", "returns"]
+    assert {b.old_chunk_id for b in report.bindings} == {None}
+    # Run again: everything bound stays where it is.
+    again = rebind(client, "kb", "gold")
+    assert again.counts == {"kept": 3, "rebound": 0, "moved": 0, "ambiguous": 0, "not_found": 2}
+
+
+def test_rebind_from_sql(client, db, kb):
+    import_golden_set(client, "kb", "gold", [Question("a", "refunds", positives=[Positive(text="Refunds are")])])
+    client.upsert_documents("kb", corpus_documents())          # same texts, new ids
+    rows = db.execute("select question_key, status, chunk_id from sift.rebind_golden_set("
+                      "collection => 'kb', golden_set => 'gold')").fetchall()
+    assert rows == [("a", "rebound", chunk_ids(db)[("refunds.md", 0)])]
+    with pytest.raises(psycopg.Error) as info:
+        db.execute("select * from sift.rebind_golden_set(collection => 'kb', golden_set => 'nope')")
+    assert info.value.sqlstate == "SFG01"
+
+
+# -- BEIR ----------------------------------------------------------------------------
+
+def write_beir(root: Path, with_embeddings: bool = True) -> Path:
+    """Corpus p1..p3; p1 and p2 are the test's relevant documents. Queries:
+    c1 -> p1 (2), c2 -> p2 (1) and p9 (1, not in the corpus), c3 only a 0 judgment."""
+    root.mkdir()
+    corpus = [{"_id": "p1", "title": "Alpha", "text": "Alpha particles ionise air."},
+              {"_id": "p2", "title": "Beta", "text": "Beta decay emits electrons."},
+              {"_id": "p3", "title": "Gamma", "text": "Gamma rays pass through lead."}]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
+    queries = [{"_id": "c1", "text": "alpha ionisation"}, {"_id": "c2", "text": "beta electrons"},
+               {"_id": "c3", "text": "gamma shielding"}]
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (root / "qrels").mkdir()
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nc1\tp1\t2\nc2\tp2\t1\nc2\tp9\t1\nc3\tp3\t0\n")
+    if with_embeddings:
+        emb = root / "embeddings" / "toy"
+        emb.mkdir(parents=True)
+        np.save(emb / "corpus.npy", np.array([e(0), e(1), e(2)], dtype=np.float32))
+        np.save(emb / "queries.npy", np.array([e(0), e(1), e(2)], dtype=np.float32))
+    return root
+
+
+def test_beir_questions_with_and_without_vectors(tmp_path):
+    questions, fallback, source = beir_questions(write_beir(tmp_path / "toy"))
+    assert [(q.key, q.text) for q in questions] == [("c1", "alpha ionisation"), ("c2", "beta electrons")]
+    assert [[(p.source_uri, p.grade) for p in q.positives] for q in questions] == [
+        [("p1", 2)], [("p2", 1), ("p9", 1)]]
+    assert list(questions[1].embedding) == e(1)
+    assert fallback == {"p1": "Alpha particles ionise air.", "p2": "Beta decay emits electrons."}
+    assert source == "beir toy split=test model=toy"
+    bare, _, source = beir_questions(write_beir(tmp_path / "bare", with_embeddings=False))
+    assert [q.key for q in bare] == ["c1", "c2"] and bare[0].embedding is None
+    assert "no query vectors" in source
+
+
+def test_beir_import_maps_documents_to_all_their_chunks(client, db, tmp_path):
+    client.create_collection("phys", embedding_dims=DIMS)
+    # p1 was chunked in two; p2 is not in the collection; p9 is nowhere.
+    client.upsert_documents("phys", [
+        Document(source_uri="p1", title="Alpha", chunks=[Chunk(content="Alpha particles", embedding=e(0)),
+                                                         Chunk(content="ionise air.", embedding=e(3))]),
+        Document(source_uri="p3", title="Gamma", chunks=[Chunk(content="Gamma rays pass through lead.",
+                                                               embedding=e(2))])])
+    questions, fallback, source = beir_questions(write_beir(tmp_path / "toy"))
+    with pytest.raises(InvalidArgument, match='"p9" is not in collection'):
+        import_golden_set(client, "phys", "toy-test", questions, fallback_text=fallback)
+    report = import_golden_set(client, "phys", "toy-test", questions, judged_at="document", source=source,
+                               fallback_text=fallback, skip_missing=True)
+    assert report.skipped == [("c2", "p9")] and report.skipped_questions == []
+    gs = report.golden_set
+    assert (gs.judged_at, gs.questions, gs.positives, gs.unbound) == ("document", 2, 3, 1)
+    pos = positives_of(db, "toy-test")
+    ids = chunk_ids(db, "phys")
+    assert pos["c1"] == [(ids[("p1", 0)], "p1", "Alpha particles", 2), (ids[("p1", 1)], "p1", "ionise air.", 2)]
+    # p2 is not in the collection: kept unbound with the corpus text, reported; p9 has no text at all.
+    assert pos["c2"] == [(None, "p2", "Beta decay emits electrons.", 1)]
+    assert [(b.question_key, b.source_uri, b.status) for b in report.rebind.unbound] == [("c2", "p2", "not_found")]
+
+
+def test_cli_golden_beir_ingest_list_export_rebind(dsn, db, tmp_path, capsys):
+    root = write_beir(tmp_path / "toy")
+    assert main(["--dsn", dsn, "golden", "import", "phys", "--beir", str(root), "--ingest"]) == 0
+    out = capsys.readouterr().out
+    assert "golden set toy-test of phys (document-level): 2 questions (0 without an answer), 2 positives " \
+           "(2 bound, 0 unbound)" in out
+    assert "skipped 1 judgment(s)" in out and "c2 -> p9" in out   # judged, but in no corpus
+    assert main(["--dsn", dsn, "golden", "list", "phys", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["name"] == "toy-test" and listed["source"] == "beir toy split=test model=toy"
+    assert listed["without_embedding"] == 0
+    export = tmp_path / "out.jsonl"
+    assert main(["--dsn", dsn, "golden", "export", "phys", "--out", str(export)]) == 0
+    header, questions = read_jsonl(export)
+    assert header["judged_at"] == "document" and [q.key for q in questions] == ["c1", "c2"]
+    assert main(["--dsn", dsn, "golden", "rebind", "phys"]) == 0
+    assert "golden set toy-test: 2 kept, 0 rebound" in capsys.readouterr().out
+    # rebind exits 1 while a positive stays unbound, and lists it
+    Client(db).delete_document("phys", "p2")
+    assert main(["--dsn", dsn, "golden", "rebind", "phys", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["kept"] == 1 and [u["source_uri"] for u in report["unbound"]] == ["p2"]
+    assert main(["--dsn", dsn, "golden", "delete", "phys", "--name", "toy-test"]) == 0
+    assert main(["--dsn", dsn, "golden", "rebind", "phys"]) == 2     # no golden set left: an error
+    assert "has no golden set" in capsys.readouterr().err
+
+
+def test_cli_jsonl_import_uses_header_and_file_name(dsn, client, db, kb, tmp_path, capsys):
+    path = write_questions(tmp_path / "handbook.jsonl", kb_questions(kb))
+    assert main(["--dsn", dsn, "golden", "import", "kb", "--jsonl", str(path)]) == 0
+    assert "golden set handbook of kb (chunk-level): 5 questions (1 without an answer), 5 positives " \
+           "(5 bound, 0 unbound)" in capsys.readouterr().out
+    with_header = write_questions(tmp_path / "x.jsonl", [{"pgsift_golden_set": {"name": "named",
+                                                                               "judged_at": "document"}},
+                                                        *kb_questions(kb)])
+    assert main(["--dsn", dsn, "golden", "import", "kb", "--jsonl", str(with_header)]) == 0
+    assert get_golden_set(client, "kb", "named").judged_at == "document"
+    assert main(["--dsn", dsn, "golden", "import", "kb", "--jsonl", str(path)]) == 2
+    assert "already exists" in capsys.readouterr().err
