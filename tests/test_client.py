@@ -127,7 +127,7 @@ def test_search_returns_complete_hits(client):
 
     top = result[0]
     # every field is filled; rerank_score only when a reranker scored the pool
-    assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit) if f.name != "rerank_score")
+    assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit) if f.name not in ("rerank_score", "fused_score"))
     assert top.rerank_score is None and result.rerank is None and not result.reranked
     assert (top.source_uri, top.title, top.ordinal, top.content, top.context, top.metadata) == (
         "target", "Target", 0, "zulu refunds", "billing", {"k": "v"})

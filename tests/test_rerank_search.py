@@ -64,6 +64,7 @@ def test_reranked_search_widens_the_pool_and_finalizes_in_sql(kb, db):
         capped = kb.search("kb", "refund policy", embedding=np.ones(DIMS), top_k=5, per_document_cap=1)
     assert capped.reranked and [h.source_uri for h in capped].count("d7") == 1   # cap after rerank
     assert all(h.found_by in ("dense", "lexical", "both") for h in result)   # legs kept
+    assert all(h.fused_score is not None and h.base_score == h.rerank_score for h in result)
     usage = db.execute("select ok, billed, documents from sift.rerank_usage").fetchall()
     assert usage[0] == (True, True, 60)
 

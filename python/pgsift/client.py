@@ -415,7 +415,8 @@ class Client:
         for hit in result.hits:
             row = legs[hit.chunk_id]
             hits.append(dataclasses.replace(
-                hit, rerank_score=rerank_scores.get(hit.chunk_id), found_by=row[2], dense_rank=row[3],
+                hit, rerank_score=rerank_scores.get(hit.chunk_id), fused_score=row[1],
+                found_by=row[2], dense_rank=row[3],
                 dense_distance=row[4], lexical_rank=row[5], lexical_score=row[6], legs=row[7],
                 lexical_query=row[8]))
         return SearchResult(hits, rerank=outcome)

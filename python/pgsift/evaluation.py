@@ -310,6 +310,8 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
     vectors, embedding_source = _embeddings(client, questions, mode, reembed)
     searcher = client if mode == "pipeline" else Client(client.source, tenant=client.tenant)
     call_knobs = {**knobs, "hybrid": False} if mode == "dense" else knobs
+    if mode != "pipeline":
+        call_knobs = {**call_knobs, "rerank": False}   # baselines are what reranking must beat
 
     answers = []
     for row, vector in zip(questions, vectors):

@@ -99,6 +99,7 @@ class Hit:
     threshold_applied: bool = False
     below_threshold: int = 0
     rerank_score: float | None = None
+    fused_score: float | None = None     # set when reranked: base_score is then the reranker's
 
 
 @dataclass(frozen=True)
