@@ -192,22 +192,7 @@ order by fused_rank, chunk_id
 limit %(match_count)s
 """
 
-_SEARCH_ARGS = f"""
-    collection => %(collection)s::text,
-    collections => %(collections)s::text[],
-    query_text => %(query_text)s::text,
-    query_embedding => %(query_embedding)s,
-    match_count => %(match_count)s::integer::sift.match_count,
-    tenant => %(tenant)s::text,
-    filter => %(filter)s::jsonb,
-    hybrid => %(hybrid)s::boolean,
-    dense_weight => %(dense_weight)s::float8::sift.dense_weight,
-    rrf_k => %(rrf_k)s::float8::sift.rrf_k,
-    fetch_k => %(fetch_k)s::integer::sift.fetch_k,
-    exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit,
-    lexical_scorer => %(lexical_scorer)s::text::sift.lexical_scorer,
-    bm25_k1 => %(bm25_k1)s::float8::sift.bm25_k1,
-    bm25_b => %(bm25_b)s::float8::sift.bm25_b,{_RANKING_ARGS}"""
+_SEARCH_ARGS = _RETRIEVAL_ARGS + "," + _RANKING_ARGS
 
 SEARCH = f"""
 select rank, chunk_id, document_id, source_uri, title, ordinal, content, context, metadata,
