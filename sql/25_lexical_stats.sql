@@ -113,6 +113,7 @@ create or replace function sift.refresh_lexical_stats(
     tenant       text default 'default',
     min_df       integer default 100,
     list_size    integer default 1000,
+    list_fraction double precision default 0.1,
     max_drift    double precision default 0.25,
     rebuild      boolean default false)
 returns table (pending_folded bigint, lists_built integer)
@@ -170,7 +171,7 @@ begin
                       where t.collection_id = col.collection_id and t.lexeme = l.lexeme
                         and t.df >= min_df);
     for term in
-        select t.lexeme
+        select t.lexeme, t.df
         from sift.term_df t
         left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
         where t.collection_id = col.collection_id
@@ -178,17 +179,20 @@ begin
           and (rebuild or l.lexeme is null or l.k1_ref <> col.bm25_k1 or l.b_ref <> col.bm25_b
                or abs(avgdl / l.avgdl_ref - 1) > max_drift)
     loop
-        perform sift._build_term_list(col.collection_id, term.lexeme, list_size, avgdl,
-                                      col.bm25_k1, col.bm25_b);
+        -- Long enough that the threshold is proven inside the list even when a very
+        -- common term's impacts are flat: a tenth of its chunks (or list_size).
+        perform sift._build_term_list(col.collection_id, term.lexeme,
+                                      greatest(list_size, ceil(term.df * list_fraction)::integer),
+                                      avgdl, col.bm25_k1, col.bm25_b);
         built := built + 1;
     end loop;
     return query select folded, built;
 end;
 $$;
 comment on function sift.refresh_lexical_stats(text, text, integer, integer, double precision,
-    boolean) is
+    double precision, boolean) is
     'Folds pending BM25 statistics (reads are exact either way, faster '
-    'after), builds impact lists for terms in at least min_df chunks, and rebuilds lists whose '
-    'k1, b or reference avgdl no longer hold (rebuild => true rebuilds every list, e.g. after '
-    'changing list_size). Cheap when little changed; the Python client runs it after every '
-    'upsert_documents and delete_document. Writes.';
+    'after), builds impact lists (the best max(list_size, list_fraction x df) chunks) for terms '
+    'in at least min_df chunks, and rebuilds lists whose k1, b or reference avgdl no longer '
+    'hold (rebuild => true rebuilds every list). Cheap when little changed; the Python client '
+    'runs it after every upsert_documents and delete_document. Writes.';

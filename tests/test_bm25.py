@@ -99,7 +99,7 @@ def test_impact_lists_give_the_exhaustive_answer(client, db):
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 150))
     folded, built = db.execute(
-        "select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 8, rebuild => true)").fetchone()
+        "select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 8, list_fraction => 0, rebuild => true)").fetchone()
     assert built > 10
     assert db.execute("select max(n) from (select count(*) n from sift.term_postings group by lexeme) x"
                       ).fetchone()[0] == 8
@@ -113,7 +113,7 @@ def test_lists_stay_exact_when_avgdl_moves_without_a_refresh(client, db):
     rng = np.random.default_rng(11)
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 100))
-    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 20, rebuild => true)")
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 20, list_fraction => 0, rebuild => true)")
     # Longer chunks written straight through SQL: no refresh, the lists' avgdl is stale.
     for i in range(30):
         doc_id = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, %s) "
@@ -129,7 +129,7 @@ def test_per_call_k1_b_and_the_ts_rank_cd_knob(client, db):
     rng = np.random.default_rng(5)
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 120))
-    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 10, rebuild => true)")
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 10, list_fraction => 0, rebuild => true)")
     text = "w000 w001 w007 w050"
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), 2.0, 0.9)
     assert_same_top(lexical_leg(client, "c", text, 15, bm25_k1=2.0, bm25_b=0.9), oracle, 15)
