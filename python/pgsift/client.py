@@ -80,6 +80,48 @@ def _boosts(boosts: Any, names: list[str]) -> list[float | None] | None:
         raise InvalidArgument("boosts must be numbers") from exc
 
 
+# The stored thresholds of the collections searched, with the reranker each was calibrated for.
+_STORED_THRESHOLDS = """
+select c.name::text, c.score_threshold::float8, c.score_threshold_reranker
+from sift.collections c
+where c.tenant = %(tenant)s::text and c.name = any(%(names)s::text[]) and c.score_threshold is not null
+"""
+
+
+def _threshold_guard(stored: list[tuple], knobs: dict, outcome: Any) -> tuple[float, bool, str] | None:
+    """None when the stored thresholds apply as they are. Otherwise (threshold, applied, reason):
+    some collection's threshold was calibrated for a reranker other than the one whose scores
+    finalize sees (outcome.alias when its scores were applied; none after a fallback or without
+    a reranker), so it is not applied: the threshold to pass per call is the highest of the
+    others (applied), or 0, which keeps every score (scores are >= 0; not applied)."""
+    if knobs.get("score_threshold") is not None:
+        return None   # a per-call threshold is the caller's and always applies
+    scored_by = outcome.alias if outcome is not None and outcome.applied else None
+    skipped = [(n, t, r) for n, t, r in stored if r is not None and r != scored_by]
+    if not skipped:
+        return None
+    kept = [t for n, t, r in stored if r is None or r == scored_by]
+    if scored_by is not None:
+        what = f'this pool was scored by reranker "{scored_by}"'
+    elif outcome is not None and outcome.alias is not None:
+        what = (f'the rerank by "{outcome.alias}" fell back to the fused scores '
+                f"({outcome.fault or outcome.skip})")
+    else:
+        what = "no reranker scored this search (fused scores)"
+    reason = "; ".join(f'score threshold {t:g} of collection "{n}" was calibrated for reranker "{r}"'
+                       for n, t, r in skipped) + f", but {what}: not applied"
+    return (max(kept), True, reason) if kept else (0.0, False, reason)
+
+
+def _guarded(result: SearchResult, guard: tuple[float, bool, str] | None) -> SearchResult:
+    if guard is None:
+        return result
+    _value, applied, reason = guard
+    hits = result.hits if applied else [
+        dataclasses.replace(h, threshold_applied=False, below_threshold=0) for h in result.hits]
+    return dataclasses.replace(result, hits=hits, threshold_skipped=reason)
+
+
 def _is_async(source: Any) -> bool:
     if isinstance(source, psycopg.AsyncConnection):
         return True
@@ -401,10 +443,32 @@ class Client:
         return {**params, "match_count": _rerank.pool_size(top_k, config)}
 
     @staticmethod
-    def _final_args(pool: list, outcome: Any, knobs: dict) -> tuple[list[int], list[float], dict]:
+    def _final_args(pool: list, outcome: Any, knobs: dict,
+                    guard: tuple[float, bool, str] | None = None) -> tuple[list[int], list[float], dict]:
         # Without scores from the reranker, the fused scores: the ranking already computed.
         scores = outcome.finalize_scores() or [row[1] for row in pool]
-        return [row[0] for row in pool], scores, {k: v for k, v in knobs.items() if k in _RANKING_KNOBS}
+        ranking = {k: v for k, v in knobs.items() if k in _RANKING_KNOBS}
+        if guard is not None:   # a threshold calibrated for another reranker: not on these scores
+            ranking["score_threshold"] = guard[0]
+        return [row[0] for row in pool], scores, ranking
+
+    def _stored_thresholds(self, conn: psycopg.Connection, collection: str | Sequence[str]) -> list[tuple]:
+        try:
+            with conn.transaction():   # never leaves a transaction open on the caller's connection
+                return conn.execute(_STORED_THRESHOLDS, {"tenant": self.tenant,
+                                                         "names": self._names(collection)}).fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def _astored_thresholds(self, conn: psycopg.AsyncConnection,
+                                  collection: str | Sequence[str]) -> list[tuple]:
+        try:
+            async with conn.transaction():
+                cur = await conn.execute(_STORED_THRESHOLDS, {"tenant": self.tenant,
+                                                              "names": self._names(collection)})
+                return await cur.fetchall()
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
 
     @staticmethod
     def _merge_legs(result: SearchResult, pool: list, outcome: Any) -> SearchResult:
@@ -439,14 +503,18 @@ class Client:
         says what happened (`result.rerank`, `result.reranked`, `hit.rerank_score`)."""
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
         config = None
-        if self._wants_rerank(query, top_k, rerank):
-            with self._conn() as conn:
+        with self._conn() as conn:
+            stored = self._stored_thresholds(conn, collection)
+            if self._wants_rerank(query, top_k, rerank):
                 config = _rerank.reranker_for(conn, self.tenant, self._names(collection))
         if config is None or not config.usable:
             # A refused reranker (another tenant's, or no common one) is logged and skipped.
             outcome = None if config is None else _rerank.rerank_search(
                 config, tenant=self.tenant, query=query, pool_texts=[], top_k=top_k)
-            return SearchResult(self._fetch(queries.SEARCH, params, Hit), rerank=outcome)
+            guard = _threshold_guard(stored, knobs, outcome)
+            if guard is not None:
+                params["score_threshold"] = guard[0]
+            return _guarded(SearchResult(self._fetch(queries.SEARCH, params, Hit), rerank=outcome), guard)
         with self._conn() as conn:
             try:
                 with conn.transaction():
@@ -459,23 +527,30 @@ class Client:
                                         top_k=top_k, conversation=context)
         with self._conn() as conn:
             _rerank.record_usage(conn, self.tenant, outcome)
+        guard = _threshold_guard(stored, knobs, outcome)
         if not pool:
-            return SearchResult([], rerank=outcome)
-        ids, scores, ranking = self._final_args(pool, outcome, knobs)
-        return self._merge_legs(self.finalize(collection, ids, scores, top_k=top_k, **ranking), pool, outcome)
+            return _guarded(SearchResult([], rerank=outcome), guard)
+        ids, scores, ranking = self._final_args(pool, outcome, knobs, guard)
+        final = self.finalize(collection, ids, scores, top_k=top_k, **ranking)
+        return _guarded(self._merge_legs(final, pool, outcome), guard)
 
     async def asearch(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                       top_k: int = 10, filter: dict | None = None, context: Any = None,
                       rerank: bool = True, **knobs: Any) -> SearchResult:
         params = self._search_params(collection, query, embedding, top_k, filter, knobs)
         config = None
-        if self._wants_rerank(query, top_k, rerank):
-            async with self._aconn() as conn:
+        async with self._aconn() as conn:
+            stored = await self._astored_thresholds(conn, collection)
+            if self._wants_rerank(query, top_k, rerank):
                 config = await _rerank.areranker_for(conn, self.tenant, self._names(collection))
         if config is None or not config.usable:
             outcome = None if config is None else await _rerank.arerank_search(
                 config, tenant=self.tenant, query=query, pool_texts=[], top_k=top_k)
-            return SearchResult(await self._afetch(queries.SEARCH, params, Hit), rerank=outcome)
+            guard = _threshold_guard(stored, knobs, outcome)
+            if guard is not None:
+                params["score_threshold"] = guard[0]
+            hits = await self._afetch(queries.SEARCH, params, Hit)
+            return _guarded(SearchResult(hits, rerank=outcome), guard)
         async with self._aconn() as conn:
             try:
                 async with conn.transaction():
@@ -488,11 +563,12 @@ class Client:
                                                top_k=top_k, conversation=context)
         async with self._aconn() as conn:
             await _rerank.arecord_usage(conn, self.tenant, outcome)
+        guard = _threshold_guard(stored, knobs, outcome)
         if not pool:
-            return SearchResult([], rerank=outcome)
-        ids, scores, ranking = self._final_args(pool, outcome, knobs)
+            return _guarded(SearchResult([], rerank=outcome), guard)
+        ids, scores, ranking = self._final_args(pool, outcome, knobs, guard)
         final = await self.afinalize(collection, ids, scores, top_k=top_k, **ranking)
-        return self._merge_legs(final, pool, outcome)
+        return _guarded(self._merge_legs(final, pool, outcome), guard)
 
     def reranking_enabled(self, collection: str | Sequence[str]) -> bool:
         """Whether a search over these collections would call a reranker (no network call)."""

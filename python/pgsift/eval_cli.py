@@ -6,6 +6,7 @@
     pgsift eval COLLECTION --top-k K [--set knob=value ...] [--baseline dense] [--json]
     pgsift eval history COLLECTION
     pgsift eval sweep COLLECTION --knob dense_weight --values 0,0.1,...,1 [--plot out.png]
+    pgsift calibrate COLLECTION --reranker ALIAS [--golden-set NAME] [--top-k K] [--store] [--json]
 
 Registered into the main parser by pgsift.cli.build_parser (register()).
 """
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import evaluation, golden
+from . import calibration, evaluation, golden
 from .cli import _connect, _embedder, table
 from .client import Client
 from .errors import CollectionNotFound, InvalidArgument
@@ -338,6 +339,52 @@ def cmd_eval(args) -> int:
         return _eval_run(conn, args, collection)
 
 
+# -- calibrate ----------------------------------------------------------------------
+
+def cmd_calibrate(args) -> int:
+    with _connect(args) as conn:
+        client = _client_for(conn, argparse.Namespace(golden=args.golden_set, reembed=False, tenant=args.tenant),
+                             args.collection, ["pipeline"])
+        gs = golden.get_golden_set(client, args.collection, args.golden_set)
+        calibration.reranker_config(client, args.collection, args.reranker)   # refused before any call
+        with _bar(gs.questions, f"calibrate {args.collection}") as bar:
+            result = calibration.calibrate(client, args.collection, args.reranker, golden_set=gs.name,
+                                           top_k=args.top_k, progress=bar.update)
+        if args.store and result.value is not None:
+            calibration.store_threshold(client, args.collection, args.reranker, result.value)
+            result.stored = True
+    if args.json:
+        _dump(result.to_json(per_question=args.per_question))
+        return 0 if result.value is not None else 1
+    c = result.counts
+    print(f"collection {result.collection}, golden set {result.golden_set}, reranker {result.reranker}, "
+          f"k = {result.k}: {c['unanswerable']} question(s) without an answer, {c['answerable']} answerable "
+          f"({c['working_today']} working today)")
+    if result.value is None:
+        print("nothing to calibrate: no question was scored")
+    else:
+        rows = [[_num(result.band[0]), _num(result.band[1]), _num(result.value), _num(result.objective),
+                 _num(result.declined_share), _num(result.pushed_below_share),
+                 f"{c['declined']}/{c['scored_unanswerable']}", f"{c['pushed_below']}/{c['scored_working']}",
+                 c["failed"]]]
+        print(table(rows, ["band low", "band high", "value", "objective", "declined", "pushed below",
+                           "declined n", "pushed n", "failed"]))
+    if c["relevant_not_in_pool"]:
+        print(f"{c['relevant_not_in_pool']} working question(s) had no relevant chunk in the reranked pool "
+              "(left out of the pushed-below share)")
+    if result.failures:
+        print(f"{len(result.failures)} question(s) left out, their rerank call failed or was not made "
+              "(never guessed):")
+        for key, reason in result.failures[:20]:
+            print(f"  {key}: {reason}")
+    if result.stored:
+        print(f"stored: score_threshold {result.value:.4f} of {result.collection}, calibrated for reranker "
+              f"{result.reranker} (applied only to pools that reranker scores)")
+    elif result.value is not None:
+        print("not stored (--store to store it against the reranker)")
+    return 0 if result.value is not None else 1
+
+
 # -- parser -------------------------------------------------------------------------
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -405,3 +452,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=50, help="history: the latest N runs (default 50)")
     p.add_argument("--all", action="store_true", help="history: every run")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("calibrate", help="propose a score threshold for a reranker from a golden set")
+    p.add_argument("collection")
+    p.add_argument("--reranker", required=True, metavar="ALIAS", help="a reranker of this tenant")
+    p.add_argument("--golden-set", help="golden set (default: the collection's only one)")
+    p.add_argument("--top-k", type=int, default=10,
+                   help="a question works today when a relevant hit is within top k (default 10)")
+    p.add_argument("--store", action="store_true",
+                   help="store the value as the collection's threshold, against this reranker")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--per-question", action="store_true", help="with --json: each question's scores")
+    p.set_defaults(func=cmd_calibrate)

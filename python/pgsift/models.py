@@ -144,6 +144,10 @@ class SearchResult:
     # Set when the collections name a reranker: what it did (pgsift.rerank.RerankOutcome:
     # reranked, partial, fault, reason, alias, chosen_by, latency_ms, ...).
     rerank: Any = None
+    # Set when the collections' stored score threshold was calibrated for a reranker other
+    # than the one that scored this pool (or for a reranker, and none scored it): why it was
+    # not applied. A per-call score_threshold is always applied.
+    threshold_skipped: str | None = None
 
     @property
     def reranked(self) -> bool:
