@@ -1,0 +1,295 @@
+"""Calibrate a score threshold for a reranker on a golden set (`pgsift calibrate`).
+
+A score threshold declines a question when nothing in its pool scores high enough.
+Which value is right depends on the reranker's score scale, so it is tuned on the
+golden set, per reranker:
+
+* every question's pool is built exactly as ``Client.search`` builds it for a
+  rerank (sift.candidates widened to the reranker's ``rerank_top_n``, the
+  contextualized texts of sift.rerank_texts) and scored through the named
+  reranker (one metered call per question);
+* an unanswerable question is *declined* at threshold t when its top score is
+  below t; an answerable question that *works today* (a relevant chunk or
+  document within top_k of the current pipeline) is *pushed below the line* when
+  the best score among its relevant pool items is below t;
+* :func:`choose_threshold` maximises ``declined share - pushed-below share`` over
+  every distinct cut and proposes the band of thresholds reaching the maximum and
+  its midpoint.
+
+Scores are on the scale sift.finalize compares the threshold with
+(``RerankOutcome.finalize_scores``: the provider's, or their sigmoid for logits).
+A question whose rerank call failed (or was not made: fewer than two candidates)
+is left out, never guessed, and counted. ``store_threshold`` stores the value
+against the reranker (sift.store_calibrated_threshold): search applies it only to
+pools that reranker scored, and changing the collection's reranker clears it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import psycopg
+
+from . import queries
+from . import rerank as _rerank
+from .errors import InvalidArgument
+
+Progress = Callable[[int], None]
+
+RERANKER_CONFIG = """
+select r.reranker_id, r.tenant, r.alias, r.provider, r.model, r.base_url, r.secret_ref,
+       r.timeout_ms::integer, r.deadline_ms::integer, r.max_attempts::integer,
+       r.context_chars::integer, c.rerank_top_n::integer, c.tenant as collection_tenant,
+       (select o.tenant from sift.rerankers o where o.alias = %(alias)s::text
+        order by o.tenant limit 1) as owner
+from sift._collection(tenant => %(tenant)s::text, collection => %(collection)s::text) c
+left join sift.rerankers r on r.tenant = c.tenant and r.alias = %(alias)s::text
+"""
+
+CHUNK_DOCUMENTS = """
+select k.chunk_id, d.source_uri
+from sift.chunks k join sift.documents d on d.document_id = k.document_id
+where k.chunk_id = any(%(chunk_ids)s::bigint[])
+"""
+
+STORE = """
+select score_threshold, score_threshold_reranker
+from sift.store_calibrated_threshold(collection => %(collection)s::text, tenant => %(tenant)s::text,
+                                     reranker_alias => %(alias)s::text, value => %(value)s::float8)
+"""
+
+
+# -- the choice ----------------------------------------------------------------------
+
+def _share(scores: Sequence[float], t: float) -> Fraction:
+    return Fraction(sum(1 for s in scores if s < t), len(scores)) if scores else Fraction(0)
+
+
+def candidate_thresholds(scores: Sequence[float]) -> list[float]:
+    """Every distinct cut: one value below the lowest score, the midpoints between
+    consecutive distinct scores, one above the highest (ascending)."""
+    distinct = sorted(set(float(s) for s in scores))
+    if not distinct:
+        return []
+    if len(distinct) > 1:
+        pad = (distinct[-1] - distinct[0]) / (2 * (len(distinct) - 1))
+    else:
+        pad = max(abs(distinct[0]), 1.0) / 2
+    mids = [(a + b) / 2 for a, b in zip(distinct, distinct[1:])]
+    return [distinct[0] - pad, *mids, distinct[-1] + pad]
+
+
+def objective(unanswerable_scores: Sequence[float], answerable_scores: Sequence[float],
+              t: float) -> float:
+    """Share of unanswerable questions declined at t (top score < t) minus the share of
+    working answerable ones pushed below it (best relevant score < t); an empty group's
+    share is 0."""
+    return float(_share(unanswerable_scores, t) - _share(answerable_scores, t))
+
+
+def choose_threshold(unanswerable_scores: Sequence[float], answerable_scores: Sequence[float]
+                     ) -> tuple[tuple[float, float], float, float]:
+    """(band, value, objective): the thresholds that maximise :func:`objective`.
+
+    The objective only changes at a score, so the candidates of
+    :func:`candidate_thresholds` cover every distinct outcome. ``band`` is
+    [lowest, highest] candidate of the lowest contiguous run of candidates reaching
+    the maximum (every threshold in it reaches it; when several separate runs tie,
+    the lowest one declines least), ``value`` its midpoint."""
+    u = [float(s) for s in unanswerable_scores]
+    a = [float(s) for s in answerable_scores]
+    if not all(math.isfinite(s) for s in (*u, *a)):
+        raise InvalidArgument("scores must be finite")
+    cands = candidate_thresholds([*u, *a])
+    if not cands:
+        raise InvalidArgument("nothing to calibrate: no scored question")
+    values = [_share(u, t) - _share(a, t) for t in cands]   # exact: ties are ties
+    best = max(values)
+    first = values.index(best)
+    last = first
+    while last + 1 < len(values) and values[last + 1] == best:
+        last += 1
+    band = (cands[first], cands[last])
+    return band, (band[0] + band[1]) / 2, float(best)
+
+
+# -- the run -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class QuestionScore:
+    key: str
+    answerable: bool
+    top_score: float | None          # best score in the pool (None: not scored)
+    works_today: bool | None         # answerable: a relevant hit within top_k today
+    relevant_score: float | None     # working answerable: best score among its relevant pool items
+    failed: str | None = None        # why it was left out (a fault, or no call made)
+
+
+@dataclass
+class Calibration:
+    collection: str
+    golden_set: str
+    reranker: str
+    k: int
+    band: tuple[float, float] | None
+    value: float | None
+    objective: float | None
+    declined_share: float | None      # of the scored unanswerable questions, top score < value
+    pushed_below_share: float | None  # of the scored working answerable ones, best relevant < value
+    counts: dict[str, int]
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    questions: list[QuestionScore] = field(default_factory=list, repr=False)
+    stored: bool = False
+
+    def to_json(self, per_question: bool = False) -> dict[str, Any]:
+        out = {"collection": self.collection, "golden_set": self.golden_set, "reranker": self.reranker,
+               "k": self.k, "band": list(self.band) if self.band else None, "value": self.value,
+               "objective": self.objective, "declined_share": self.declined_share,
+               "pushed_below_share": self.pushed_below_share, "counts": self.counts,
+               "failures": [{"question": q, "reason": r} for q, r in self.failures],
+               "stored": self.stored}
+        if per_question:
+            out["questions"] = [asdict(q) for q in self.questions]
+        return out
+
+
+def reranker_config(client: Any, collection: str, alias: str) -> _rerank.RerankerConfig:
+    """The named reranker of the client's tenant as a search would run it (the collection's
+    rerank_top_n); RerankerNotAllowed when the tenant has no reranker of that name."""
+    with client._conn() as conn:
+        try:
+            row = conn.execute(RERANKER_CONFIG, {"tenant": client.tenant, "collection": collection,
+                                                 "alias": alias}).fetchone()
+        except psycopg.Error as exc:
+            raise _rerank._translate(exc) from exc
+    (rid, tenant, name, provider, model, base_url, secret_ref, timeout_ms, deadline_ms,
+     max_attempts, context_chars, top_n, col_tenant, owner) = row
+    if rid is None:
+        if owner is not None:
+            raise _rerank.RerankerNotAllowed(
+                f'reranker "{alias}" is registered for tenant "{owner}", not for tenant '
+                f'"{col_tenant}" of collection "{collection}": refused (it would bill tenant '
+                f'"{owner}" and send this tenant\'s queries to its account)')
+        raise _rerank.RerankerNotAllowed(
+            f'no reranker "{alias}" is registered for tenant "{col_tenant}" (collection "{collection}")')
+    return _rerank.RerankerConfig(
+        tenant=tenant, alias=name, provider=provider, model=model, base_url=base_url,
+        secret_ref=secret_ref, timeout_ms=timeout_ms, deadline_ms=deadline_ms,
+        max_attempts=max_attempts, context_chars=context_chars, rerank_top_n=top_n,
+        chosen_by="calibration", reranker_id=rid)
+
+
+def _unit(judged_at: str, chunk_id: int, source_uri: str | None) -> str:
+    return f"chunk:{chunk_id}" if judged_at == "chunk" else f"doc:{source_uri}"
+
+
+def _pool(client: Any, collection: str, text: str, vector: Any, config: _rerank.RerankerConfig,
+          top_k: int) -> tuple[list[int], list[str], dict[int, str]]:
+    """The pool search would send to the reranker: chunk ids, texts, and each chunk's document."""
+    params = client._search_params(collection, text, vector, top_k, None, {})
+    with client._conn() as conn:
+        try:
+            with conn.transaction():
+                pool = conn.execute(queries.RERANK_POOL, client._pool_params(params, config, top_k)).fetchall()
+                ids = [row[0] for row in pool]
+                texts = _rerank.fetch_pool_texts(conn, client.tenant, ids)
+                docs = dict(conn.execute(CHUNK_DOCUMENTS, {"chunk_ids": ids}).fetchall())
+        except psycopg.Error as exc:
+            raise _rerank._translate(exc) from exc
+    return ids, texts, docs
+
+
+def calibrate(client: Any, collection: str, reranker_alias: str, *, golden_set: str | None = None,
+              top_k: int = 10, progress: Progress | None = None) -> Calibration:
+    """Score every golden question through the reranker and propose a threshold (see the
+    module's docstring). Raises RerankerNotAllowed when the alias is not one of the
+    client's tenant's rerankers, before any call."""
+    from . import evaluation
+    from .golden import get_golden_set
+
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 1000:
+        raise InvalidArgument(f"top_k must be an integer in [1, 1000], got {top_k!r}")
+    config = reranker_config(client, collection, reranker_alias)
+    gs = get_golden_set(client, collection, golden_set)
+    questions, positives = evaluation._load(client, gs)
+    if not questions:
+        raise InvalidArgument(f'golden set "{gs.name}" has no question')
+    vectors, _source = evaluation._embeddings(client, questions, "pipeline", False)
+
+    results: list[QuestionScore] = []
+    for (question_id, key, text, answerable, _vec, _meta), vector in zip(questions, vectors):
+        relevant = set(evaluation._qrels(gs.judged_at, positives.get(question_id, []))) if answerable else set()
+        works = None
+        if answerable:
+            today = client.search(collection, text, embedding=vector, top_k=top_k).hits
+            works = any(_unit(gs.judged_at, h.chunk_id, h.source_uri) in relevant for h in today)
+        ids, texts, docs = _pool(client, collection, text, vector, config, top_k)
+        outcome = _rerank.rerank_search(config, tenant=client.tenant, query=text, pool_texts=texts,
+                                        top_k=top_k)
+        with client._conn() as conn:
+            _rerank.record_usage(conn, client.tenant, outcome)
+        if not outcome.reranked:
+            why = (f"{outcome.fault}: {outcome.reason}" if outcome.fault
+                   else f"not scored ({outcome.skip}): {outcome.reason}")
+            results.append(QuestionScore(key, bool(answerable), None, works, None, why))
+        else:
+            scores = outcome.finalize_scores()
+            best_relevant = max((s for cid, s in zip(ids, scores)
+                                 if _unit(gs.judged_at, cid, docs.get(cid)) in relevant), default=None)
+            results.append(QuestionScore(key, bool(answerable), max(scores), works,
+                                         best_relevant if works else None))
+        if progress:
+            progress(1)
+    return summarize(results, collection=collection, golden_set=gs.name, reranker=config.alias, k=top_k)
+
+
+def summarize(results: list[QuestionScore], *, collection: str, golden_set: str, reranker: str,
+              k: int) -> Calibration:
+    """The proposal from per-question scores (what :func:`calibrate` returns)."""
+    unanswerable = [r for r in results if not r.answerable]
+    answerable = [r for r in results if r.answerable]
+    failed = [r for r in results if r.failed]
+    u_scores = [r.top_score for r in unanswerable if not r.failed]
+    working = [r for r in answerable if r.works_today and not r.failed]
+    a_scores = [r.relevant_score for r in working if r.relevant_score is not None]
+    counts = {
+        "questions": len(results), "unanswerable": len(unanswerable), "answerable": len(answerable),
+        "working_today": sum(1 for r in answerable if r.works_today),
+        "scored_unanswerable": len(u_scores), "scored_working": len(a_scores),
+        # working today, but no relevant chunk in the pool the reranker scored
+        "relevant_not_in_pool": sum(1 for r in working if r.relevant_score is None),
+        "failed": len(failed),
+    }
+    band = value = best = declined = pushed = None
+    if u_scores or a_scores:
+        band, value, best = choose_threshold(u_scores, a_scores)
+        declined = float(_share(u_scores, value)) if u_scores else None
+        pushed = float(_share(a_scores, value)) if a_scores else None
+        counts["declined"] = sum(1 for s in u_scores if s < value)
+        counts["pushed_below"] = sum(1 for s in a_scores if s < value)
+    return Calibration(collection=collection, golden_set=golden_set, reranker=reranker, k=k, band=band,
+                       value=value, objective=best, declined_share=declined, pushed_below_share=pushed,
+                       counts=counts, failures=[(r.key, r.failed) for r in failed], questions=results)
+
+
+def store_threshold(client: Any, collection: str, reranker_alias: str, value: float) -> tuple[float, str]:
+    """Store a calibrated threshold against its reranker (sift.store_calibrated_threshold);
+    RerankerNotAllowed (SF008) for an alias that is not the collection's tenant's."""
+    if value is None or not math.isfinite(float(value)):
+        raise InvalidArgument("the threshold must be a finite number")
+    with client._conn() as conn:
+        try:
+            with conn.transaction():
+                row = conn.execute(STORE, {"collection": collection, "tenant": client.tenant,
+                                           "alias": reranker_alias, "value": float(value)}).fetchone()
+        except psycopg.Error as exc:
+            raise _rerank._translate(exc) from exc
+    return row[0], row[1]
+
+
+__all__ = ["Calibration", "QuestionScore", "calibrate", "candidate_thresholds", "choose_threshold",
+           "objective", "reranker_config", "store_threshold", "summarize"]

@@ -1,0 +1,249 @@
+"""`pgsift calibrate`: a score threshold tuned per reranker on a golden set, stored against
+that reranker, cleared when the collection's reranker changes, and never applied to
+scores from another reranker (or to fused scores after a fallback)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import numpy as np
+import psycopg
+import pytest
+
+from pgsift import Chunk, Client, Document, rerank
+from pgsift.calibration import (calibrate, candidate_thresholds, choose_threshold, objective,
+                                store_threshold)
+from pgsift.cli import main
+from pgsift.golden import Positive, Question, import_golden_set
+from conftest import unit
+from rerank_servers import RerankServer
+
+DIMS = 8
+TENANT = "acme"
+
+
+# -- the choice -------------------------------------------------------------------------
+
+def brute_force(u: list[float], a: list[float]) -> tuple[float, list[float]]:
+    """The best objective over every threshold that can make a difference (each score,
+    a hair above each score, far below and far above), and those reaching it."""
+    points = sorted({x for s in (*u, *a) for x in (s, s + 1e-9)} | {-1e9, 1e9})
+    values = {t: objective(u, a, t) for t in points}
+    best = max(values.values())
+    return best, [t for t, v in values.items() if abs(v - best) < 1e-12]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_choose_threshold_matches_brute_force(seed):
+    rng = random.Random(seed)
+    grid = rng.choice([5, 20, 1000])          # small grids make ties and shared scores
+    u = [rng.randrange(grid) / grid for _ in range(rng.randrange(0, 8))]
+    a = [rng.randrange(grid) / grid for _ in range(rng.randrange(0 if u else 1, 8))]
+    band, value, best = choose_threshold(u, a)
+    want, winners = brute_force(u, a)
+    assert best == pytest.approx(want, abs=1e-12)
+    assert objective(u, a, value) == pytest.approx(want, abs=1e-12)
+    cands = candidate_thresholds([*u, *a])
+    assert band[0] in cands and band[1] in cands and band[0] <= value <= band[1]
+    inside = [t for t in cands if band[0] <= t <= band[1]]
+    assert all(objective(u, a, t) == pytest.approx(want, abs=1e-12) for t in inside)
+    below = [t for t in cands if t < band[0]]
+    assert all(objective(u, a, t) < want - 1e-12 for t in below)     # the lowest run
+    # the lowest winning threshold cuts the same scores as the band's low end
+    everything = [*u, *a]
+    assert sum(s < min(winners) for s in everything) == sum(s < band[0] for s in everything)
+
+
+def test_choose_threshold_separates_and_rejects_nothing():
+    band, value, best = choose_threshold([0.1, 0.2, 0.15], [0.8, 0.9])
+    assert band == (pytest.approx(0.5), pytest.approx(0.5)) and value == pytest.approx(0.5)
+    assert best == 1.0
+    with pytest.raises(Exception):
+        choose_threshold([], [])
+
+
+# -- a small collection and golden set -------------------------------------------------------
+
+def topic_scorer(query: str, documents: list[str]) -> list[float]:
+    """High for a chunk naming the query's topic token, low otherwise (distinct lows)."""
+    topics = set(re.findall(r"topic\d+", query))
+    return [0.9 if topics & set(re.findall(r"topic\d+", d)) else 0.1 + 0.001 * (i % 50)
+            for i, d in enumerate(documents)]
+
+
+@pytest.fixture
+def kb(db, monkeypatch):
+    monkeypatch.setenv("PGSIFT_TEST_VOYAGE_KEY", "test-key")
+    rerank.clear_reranker_cache()
+    client = Client(db, tenant=TENANT)
+    client.create_collection("kb", embedding_dims=DIMS)
+    rng = np.random.default_rng(7)
+    docs = [Document(source_uri=f"d{i}", chunks=[
+        Chunk(content=f"item topic{i} answer about item {i}", embedding=unit(rng.normal(size=DIMS))),
+        Chunk(content=f"item filler text for item {i}", embedding=unit(rng.normal(size=DIMS)))])
+        for i in range(10)]
+    client.upsert_documents("kb", docs)
+    questions = [Question(f"a{i}", f"item topic{i}", positives=[Positive(text=f"item topic{i} answer")],
+                          embedding=unit(rng.normal(size=DIMS))) for i in range(5)]
+    questions += [Question(f"u{i}", f"item topic9{i}", answerable=False,
+                           embedding=unit(rng.normal(size=DIMS))) for i in range(3)]
+    import_golden_set(client, "kb", "gold", questions)
+    return client
+
+
+def register(db, server: RerankServer, alias: str, tenant: str = TENANT) -> None:
+    rerank.register_reranker(db, alias, "voyage", tenant=tenant, base_url=server.base_url("voyage"),
+                             secret_ref="PGSIFT_TEST_VOYAGE_KEY", timeout_ms=1000, deadline_ms=2000,
+                             max_attempts=1)
+
+
+def stored(db) -> tuple:
+    return db.execute("select score_threshold, score_threshold_reranker from sift.collections "
+                      "where name = 'kb'").fetchone()
+
+
+def test_calibrate_proposes_a_value_that_separates_and_stores_it(kb, db, dsn, capsys):
+    with RerankServer(scorer=topic_scorer) as server:
+        register(db, server, "voy")
+        result = calibrate(kb, "kb", "voy", top_k=5)
+        assert len(server.requests) == 8                      # one scored pool per question
+    assert 0.2 < result.value < 0.9 and result.band[0] <= result.value <= result.band[1]
+    assert result.objective == 1.0 and result.declined_share == 1.0 and result.pushed_below_share == 0.0
+    c = result.counts
+    assert (c["unanswerable"], c["answerable"], c["working_today"], c["failed"]) == (3, 5, 5, 0)
+    assert (c["scored_unanswerable"], c["scored_working"], c["declined"], c["pushed_below"]) == (3, 5, 3, 0)
+    assert all(q.top_score is not None for q in result.questions)
+    assert db.execute("select count(*), bool_and(ok) from sift.rerank_usage").fetchone() == (8, True)
+    assert stored(db) == (None, None)                         # nothing stored without --store
+
+    with RerankServer(scorer=topic_scorer) as server:
+        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
+        rc = main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy",
+                   "--top-k", "5", "--store", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["stored"] and out["value"] == pytest.approx(result.value)
+    assert stored(db) == (pytest.approx(result.value), "voy")
+
+    # the calibrated threshold works with that reranker: unanswerable declined, answerable kept
+    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy", enabled=True)
+    with RerankServer(scorer=topic_scorer) as server:
+        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
+        declined = kb.search("kb", "item topic91", top_k=5)
+        answered = kb.search("kb", "item topic2", top_k=5)
+    assert declined.reranked and len(declined) == 0 and declined.threshold_skipped is None
+    assert answered.reranked and [h.source_uri for h in answered] == ["d2"]
+    assert answered.threshold_applied and answered.threshold_skipped is None
+
+
+def test_failed_calls_are_left_out_and_counted(kb, db, dsn, capsys):
+    with RerankServer(fault="500") as server:
+        register(db, server, "voy")
+        result = calibrate(kb, "kb", "voy", top_k=5)
+        rc = main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy", "--store"])
+    assert result.value is None and result.counts["failed"] == 8
+    assert all("server_error" in reason for _key, reason in result.failures)
+    text = capsys.readouterr().out
+    assert rc == 1 and "nothing to calibrate" in text and "8 question(s) left out" in text
+    assert stored(db) == (None, None)
+
+
+def test_cli_prints_a_table(kb, db, dsn, capsys):
+    with RerankServer(scorer=topic_scorer) as server:
+        register(db, server, "voy")
+        assert main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy",
+                     "--top-k", "5", "--golden-set", "gold"]) == 0
+    text = capsys.readouterr().out
+    assert "band low" in text and "pushed below" in text and "3/3" in text and "0/5" in text
+    assert "not stored" in text
+
+
+def test_changing_the_reranker_clears_a_calibrated_threshold(kb, db):
+    with RerankServer() as server:
+        register(db, server, "voy-a")
+        register(db, server, "voy-b")
+    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a", enabled=True)
+    assert store_threshold(kb, "kb", "voy-a", 0.4) == (0.4, "voy-a")
+    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a", rerank_top_n=20)
+    assert stored(db) == (0.4, "voy-a")                        # same reranker: kept
+    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-b")
+    assert stored(db) == (None, None)                          # another reranker: cleared
+    # calibrated ahead for the reranker it is switched to: kept
+    store_threshold(kb, "kb", "voy-a", 0.3)
+    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a")
+    assert stored(db) == (0.3, "voy-a")
+    # a threshold set by hand is no longer the calibrated one; an uncalibrated one stays put
+    kb.alter_collection("kb", score_threshold=0.2)
+    assert stored(db) == (0.2, None)
+    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-b")
+    assert stored(db) == (0.2, None)
+    # dropping the reranker a threshold was calibrated for clears it too
+    store_threshold(kb, "kb", "voy-b", 0.5)
+    rerank.drop_reranker(db, "voy-b", tenant=TENANT)
+    assert stored(db) == (None, None)
+
+
+def test_a_threshold_for_another_reranker_is_reported_never_applied(kb, db):
+    with RerankServer() as server:
+        register(db, server, "voy-a")
+        register(db, server, "voy-b")
+    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a", enabled=True)
+    store_threshold(kb, "kb", "voy-a", 0.5)
+
+    # the rerank falls back: fused scores (all far below 0.5) are not cut by it
+    with RerankServer(fault="500") as server:
+        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
+        fallback = kb.search("kb", "item topic3", top_k=5)
+    assert not fallback.reranked and len(fallback) == 5
+    assert "calibrated for reranker \"voy-a\"" in fallback.threshold_skipped
+    assert "fell back" in fallback.threshold_skipped
+    assert not fallback.threshold_applied and fallback.below_threshold == 0
+
+    # no reranker at all (rerank=False): reported, not applied
+    plain = kb.search("kb", "item topic3", top_k=5, rerank=False)
+    assert len(plain) == 5 and "no reranker scored" in plain.threshold_skipped
+
+    # scored by another reranker than the one it was calibrated for
+    # (a state the trigger never leaves behind when the reranker changes, but one search
+    # meets whenever another reranker scores its pool, e.g. the tenant's default)
+    db.execute("update sift.collections set reranker_alias = 'voy-b' where name = 'kb'")
+    db.execute("update sift.collections set score_threshold = 0.5, score_threshold_reranker = 'voy-a' "
+               "where name = 'kb'")
+    assert stored(db) == (0.5, "voy-a")
+    with RerankServer(scorer=topic_scorer) as server:
+        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
+        by_b = kb.search("kb", "item topic3", top_k=5)
+    assert by_b.reranked and by_b.rerank.alias == "voy-b" and len(by_b) == 5
+    assert 'scored by reranker "voy-b"' in by_b.threshold_skipped
+
+    # a per-call threshold is the caller's: applied as given, nothing reported
+    explicit = kb.search("kb", "item topic3", top_k=5, rerank=False, score_threshold=1.0)
+    assert len(explicit) == 0 and explicit.threshold_skipped is None
+
+    # an uncalibrated threshold applies as before
+    kb.alter_collection("kb", score_threshold=1.0)
+    assert len(kb.search("kb", "item topic3", top_k=5, rerank=False)) == 0
+
+
+async def test_async_search_skips_it_too(kb, db, dsn):
+    with RerankServer() as server:
+        register(db, server, "voy-a")
+    store_threshold(kb, "kb", "voy-a", 0.5)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        result = await Client(conn, tenant=TENANT).asearch("kb", "item topic3", top_k=5)
+    assert len(result) == 5 and "no reranker scored" in result.threshold_skipped
+
+
+def test_another_tenants_reranker_is_refused(kb, db, dsn, capsys):
+    with RerankServer(scorer=topic_scorer) as server:
+        register(db, server, "theirs", tenant="other")
+        with pytest.raises(rerank.RerankerNotAllowed, match="other"):
+            calibrate(kb, "kb", "theirs")
+        with pytest.raises(rerank.RerankerNotAllowed, match="other"):
+            store_threshold(kb, "kb", "theirs", 0.5)
+        with pytest.raises(rerank.RerankerNotAllowed, match="no reranker"):
+            calibrate(kb, "kb", "missing")
+        assert main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "theirs"]) == 2
+    assert server.requests == [] and stored(db) == (None, None)
+    assert "other" in capsys.readouterr().err
