@@ -152,19 +152,19 @@ begin
     insert into sift.collection_lexical_stats (collection_id, chunks, tokens, pending)
     select col.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0), false from gone g;
 
-    select s.tokens::double precision / nullif(s.chunks, 0) into avgdl
+    -- Lists for terms that became common, and for those whose list no longer
+    -- matches the collection's k1, b or has drifted from the current avgdl.
+    -- Alone on the collection's list lock: chunk writers (who share it) wait
+    -- until these lists are committed, so none slips between snapshot and list.
+    perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    -- Every row counts: writers that committed since the fold left rows of their own.
+    select sum(s.tokens)::double precision / nullif(sum(s.chunks), 0) into avgdl
     from sift.collection_lexical_stats s where s.collection_id = col.collection_id;
     if avgdl is null then
         delete from sift.term_lists l where l.collection_id = col.collection_id;
         return query select folded, 0;
         return;
     end if;
-
-    -- Lists for terms that became common, and for those whose list no longer
-    -- matches the collection's k1, b or has drifted from the current avgdl.
-    -- Alone on the collection's list lock: chunk writers (who share it) wait
-    -- until these lists are committed, so none slips between snapshot and list.
-    perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
     delete from sift.term_lists l
     where l.collection_id = col.collection_id
       and not exists (select 1 from sift.term_df t
