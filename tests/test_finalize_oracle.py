@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import unit
-from pgsift import Chunk, Client, Document
+from pgsift import Chunk, Document
 
 DIMS = 8
 # Pools whose best and second-best MMR objective differ by less than this at some step are

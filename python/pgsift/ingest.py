@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,7 +160,3 @@ def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 
         return documents_from_jsonl(path, embedder)
     return documents_from_folder(path, embedder, max_words=max_words)
 
-
-def iter_batches(items: list, size: int) -> Iterable[list]:
-    for i in range(0, len(items), size):
-        yield items[i: i + size]
