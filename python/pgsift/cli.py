@@ -47,7 +47,8 @@ def _snippet(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def print_hits(result, out=sys.stdout) -> None:
+def print_hits(result, out=None) -> None:
+    out = out or sys.stdout   # looked up at call time, so redirection and capture work
     rows = [[h.rank, round(h.score, 5), h.found_by, h.dense_rank, h.lexical_rank,
              _snippet(h.title or h.source_uri, 30), _snippet(h.content)] for h in result]
     print(table(rows, ["rank", "score", "leg", "dense", "lexical", "title", "text"]), file=out)
