@@ -30,9 +30,6 @@ RECORD_MIGRATION = (
     "insert into sift.schema_migrations (version, sha256) values (%(version)s::text, %(sha256)s::text)"
 )
 
-SCHEMA_VERSION = (
-    "select coalesce(max(version), '') from sift.schema_migrations"
-)
 
 COLLECTION_COLUMNS = (
     "collection_id, tenant, name, search_language::text as search_language, embedding_dims, "
@@ -225,10 +222,6 @@ from sift.finalize(
     tenant => %(tenant)s::text,{_RANKING_ARGS})
 """
 
-LEXICAL_QUERY = """
-select sift.lexical_query(query_text => %(query_text)s::text,
-                          search_language => %(search_language)s::regconfig)::text
-"""
 
 REFRESH_LEXICAL_STATS = """
 select pending_folded, lists_built
