@@ -147,6 +147,27 @@ comment on function sift._bm25_scores(bigint[], text[], double precision[], doub
     'Internal: exact BM25 scores of a candidate set, best n first, filter and match applied.';
 
 
+create or replace function sift._int_setting(name text, fallback bigint)
+returns bigint
+language plpgsql stable security invoker
+as $$
+declare
+    raw text := pg_catalog.current_setting(name, true);
+begin
+    if raw is null or raw = '' then
+        return fallback;
+    end if;
+    if raw !~ '^\s*\d{1,18}\s*$' then
+        raise exception '% must be a non-negative whole number, not "%"', name, raw
+            using errcode = '22023';
+    end if;
+    return raw::bigint;
+end;
+$$;
+comment on function sift._int_setting(text, bigint) is
+    'Internal: a non-negative integer custom setting (set pgsift.x = ...), or the fallback when unset.';
+
+
 create or replace function sift._lexical_leg(
     col     sift.collections,
     match   tsquery,
@@ -163,6 +184,12 @@ as $$
 #variable_conflict use_column
 declare
     filtered   boolean := filter is not null and filter <> '{}'::jsonb;
+    -- Postings read from lists per query at most, and the most matching
+    -- chunks (sum of the terms' df) scored exhaustively when the lists cannot
+    -- prove the top n within that budget.
+    budget      bigint := sift._int_setting('pgsift.lexical_budget', 20000);
+    exact_limit bigint := sift._int_setting('pgsift.lexical_exact_limit', 20000);
+    max_scored  integer := greatest(10 * n, 200);
     n_chunks   double precision;
     avgdl      double precision;
     t_lexeme   text[];
@@ -170,18 +197,19 @@ declare
     t_listed   boolean[];
     t_floor    double precision[];
     t_drift    double precision[];
+    df_sum     double precision;
     rare       tsquery;
     rare_ids   bigint[] := '{}';
     scored     bigint[];
-    depth      integer := greatest(4 * n, 64);
+    n_scored   integer := 0;
+    depth      integer := greatest(1, ceil(greatest(4 * n, 64) / 100.0))::integer;  -- blocks
     batch      integer := greatest(2 * n, 50);
     deeper     boolean;
+    postings   bigint;
     bound      double precision;   -- what a chunk read from no list could score at most
     cand_ids   bigint[];
     cand_ub    double precision[];
     floor_known double precision;
-    simple     boolean := not (filter is not null and filter <> '{}'::jsonb)
-                          and match::text = sift._tsquery_or(terms)::text;
     pos        integer;
     best       bigint[];
     scores     double precision[];
@@ -215,8 +243,9 @@ begin
            array_agg(ln(1 + (n_chunks - d.df + 0.5) / (d.df + 0.5)) order by q.lexeme),
            array_agg(l.lexeme is not null and l.k1_ref = k1 and l.b_ref = b order by q.lexeme),
            array_agg(coalesce(l.floor_impact, 0) order by q.lexeme),
-           array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme)
-    into t_lexeme, t_idf, t_listed, t_floor, t_drift
+           array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme),
+           sum(d.df)
+    into t_lexeme, t_idf, t_listed, t_floor, t_drift, df_sum
     from unnest(terms) as q(lexeme)
     cross join lateral (
         select coalesce((select t.df from sift.term_df t
@@ -244,29 +273,34 @@ begin
     scored := rare_ids;
 
     -- Common terms: threshold algorithm over their impact lists. Read each list
-    -- best-first to a depth; a chunk holding no rare term can score at most
-    -- its known impacts plus, for each list it was not read from, the impact
-    -- where that list's reading stopped. Score exactly only the chunks whose
-    -- bound can still beat the n-th best; read deeper until nothing unread can.
+    -- best-first to a depth (whole blocks, plus its delta); a chunk holding no
+    -- rare term can score at most its known impacts plus, for each list it
+    -- was not read from, the best impact in that list's first unread block
+    -- (its floor once the list is read to the end). Score exactly only the
+    -- chunks whose bound can still beat the n-th best; read deeper until
+    -- nothing unread can, or the budget is spent.
     while true = any (t_listed) loop
-        with r as (
-            select u.l, tp.chunk_id, tp.tf, tp.dl, tp.impact, u.idf,
-                   row_number() over (partition by u.l order by tp.impact desc, tp.chunk_id) as rn
+        with r as materialized (
+            select u.l, u.idf, x.chunk_id, x.tf, x.dl
             from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
             cross join lateral (
-                select p.chunk_id, p.tf, p.dl, p.impact from sift.term_postings p
-                where p.collection_id = col.collection_id and p.lexeme = u.l
-                order by p.impact desc, p.chunk_id
-                limit depth + 1) tp
+                select e.chunk_id, e.tf, e.dl
+                from sift.term_blocks tb
+                cross join lateral unnest(tb.chunk_ids, tb.tfs, tb.dls) as e(chunk_id, tf, dl)
+                where tb.collection_id = col.collection_id and tb.lexeme = u.l and tb.block_no < depth
+                union all
+                select p.chunk_id, p.tf, p.dl from sift.term_postings p
+                where p.collection_id = col.collection_id and p.lexeme = u.l) x
             where u.listed
         ), term_bound as (
-            -- Past the depth read, a list's chunks score at most the first
-            -- impact not read (its floor once the list is read to the end),
-            -- times the avgdl drift since the list was built.
-            select u.l, u.idf * u.drift * coalesce(
-                       (select r.impact from r where r.l = u.l and r.rn = depth + 1), u.floor) as b_t,
-                   exists (select 1 from r where r.l = u.l and r.rn = depth + 1) as more
+            -- Unread chunks of a list score at most its next block's best
+            -- impact (the floor past the end), times the avgdl drift since
+            -- the list was built.
+            select u.l, u.idf * u.drift * coalesce(nb.max_impact, u.floor) as b_t,
+                   nb.max_impact is not null as more
             from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
+            left join sift.term_blocks nb
+                   on nb.collection_id = col.collection_id and nb.lexeme = u.l and nb.block_no = depth
             where u.listed
         ), seen as (
             select r.chunk_id,
@@ -274,25 +308,26 @@ begin
                    sum(r.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) - sum(tb.b_t) as gain
             from r join term_bound tb on tb.l = r.l
             left join unnest(scored) as done(chunk_id) on done.chunk_id = r.chunk_id
-            where r.rn <= depth and done.chunk_id is null
+            where done.chunk_id is null
             group by r.chunk_id
         ), total as (
             select sum(tb.b_t) as bound, bool_or(tb.more) as more from term_bound tb
         )
-        select total.bound, total.more,
+        select total.bound, total.more, (select count(*) from r),
                array(select s.chunk_id from seen s order by s.gain desc, s.chunk_id),
                array(select total.bound + s.gain from seen s order by s.gain desc, s.chunk_id),
                (select k.v from (select s.known as v from seen s
                                  union all select unnest(scores)) k
                 order by k.v desc offset n - 1 limit 1)
         from total
-        into bound, deeper, cand_ids, cand_ub, floor_known;
+        into bound, deeper, postings, cand_ids, cand_ub, floor_known;
+        deeper := deeper and postings < budget;
 
-        -- With no filter and no required phrase, every chunk read from a list
-        -- matches, so its known impacts are a lower bound: while the unread
-        -- bound is above the n-th best of those, reading deeper (an index
-        -- range) is cheaper than scoring candidates that cannot all stay.
-        if simple and deeper and bound > coalesce(floor_known, 0) then
+        -- While the unread bound is above the n-th best known sum, reading
+        -- deeper (a few block rows) is cheaper than scoring candidates that
+        -- cannot all stay. (Known sums only steer: a chunk deleted since its
+        -- list was built still has one; answers rest on exact scores.)
+        if deeper and bound > coalesce(floor_known, 0) then
             depth := depth * 4;
             continue;
         end if;
@@ -300,7 +335,7 @@ begin
         -- Exact scores for the most promising candidates, a batch at a time,
         -- while a candidate's bound can still beat the current n-th best.
         pos := 1;
-        while pos <= coalesce(cardinality(cand_ids), 0)
+        while pos <= coalesce(cardinality(cand_ids), 0) and n_scored < max_scored
               and (coalesce(cardinality(best), 0) < n or cand_ub[pos] > scores[n]) loop
             select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
                    array_agg(x.score order by x.score desc, x.chunk_id)
@@ -314,13 +349,20 @@ begin
                   order by z.score desc, z.chunk_id
                   limit n) x;
             scored := scored || cand_ids[pos:pos + batch - 1];
+            n_scored := n_scored + batch;
             pos := pos + batch;
         end loop;
 
-        exit when coalesce(cardinality(best), 0) >= n and scores[n] > bound;
-        if not deeper then
-            -- Lists read to the end and the floors still leave room: score
-            -- every matching chunk (exact, slow; rare with sane list sizes).
+        -- Proven: n found, nothing unread and no unscored candidate can beat the n-th.
+        exit when coalesce(cardinality(best), 0) >= n and scores[n] > bound
+                  and (pos > coalesce(cardinality(cand_ids), 0) or cand_ub[pos] <= scores[n]);
+        if deeper then
+            depth := depth * 4;
+            continue;
+        end if;
+        if df_sum <= exact_limit then
+            -- Not provable from the lists, and few enough matching chunks:
+            -- score them all (exact).
             select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
                    array_agg(x.score order by x.score desc, x.chunk_id)
             into best, scores
@@ -328,9 +370,10 @@ begin
                                          where c.collection_id = col.collection_id
                                            and c.search_vector @@ match),
                                    t_lexeme, t_idf, avgdl, k1, b, match, filter, n) x;
-            exit;
         end if;
-        depth := depth * 4;
+        -- Otherwise the best of what was read and scored: bounded cost, and
+        -- exact scores for every chunk returned.
+        exit;
     end loop;
 
     return query
@@ -344,5 +387,8 @@ comment on function sift._lexical_leg(sift.collections, tsquery, text[], jsonb, 
     'Internal: the top n chunks of a collection for the query, by Okapi BM25 (idf = '
     'ln(1 + (N - df + 0.5) / (df + 0.5)), exact statistics) or by ts_rank_cd. Rare terms are '
     'scored exhaustively; common terms are read best-first from their impact lists until the '
-    'top n is provably exact (threshold algorithm), so a common term never costs a scan of '
-    'every matching chunk.';
+    'top n is provably exact (threshold algorithm). Cost is bounded: at most '
+    'pgsift.lexical_budget postings (20,000) are read; if that cannot prove the top n, every '
+    'matching chunk is scored when the terms'' chunk counts sum to at most '
+    'pgsift.lexical_exact_limit (20,000), else the best chunks read are returned, each with '
+    'its exact score.';

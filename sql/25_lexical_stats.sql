@@ -10,8 +10,8 @@ as $$
 begin
     if tg_op in ('DELETE', 'UPDATE') then
         -- (Chunks deleted with their collection leave no statistics to keep.)
-        insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
-        select o.collection_id, -count(*), -sum(o.lexical_length) from old_chunks o
+        insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted)
+        select o.collection_id, -count(*), -sum(o.lexical_length), count(*) from old_chunks o
         where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
         group by 1;
         insert into sift.term_df_pending (collection_id, lexemes, counts)
@@ -21,8 +21,18 @@ begin
               where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
               group by 1, 2) x
         group by 1;
-        -- Deleted (or re-analysed) chunks leave the impact lists.
+        -- Deleted chunks leave the lists' deltas; in blocks they stay until the
+        -- list is rebuilt (the leg scores candidates against sift.chunks, so
+        -- they never come back). A re-analysed chunk keeps its id, so a block
+        -- entry would carry a stale tf: its terms' lists go, and refresh
+        -- rebuilds them (chunk updates are rare: upserts replace chunks).
         delete from sift.term_postings p using old_chunks o where p.chunk_id = o.chunk_id;
+        if tg_op = 'UPDATE' then
+            delete from sift.term_lists l
+            using (select distinct o.collection_id, u.lexeme
+                   from old_chunks o, pg_catalog.unnest(o.search_vector) u) x
+            where l.collection_id = x.collection_id and l.lexeme = x.lexeme;
+        end if;
     end if;
     if tg_op in ('INSERT', 'UPDATE') then
         insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
@@ -49,7 +59,8 @@ end;
 $$;
 comment on function sift._chunks_stats() is
     'Trigger: appends BM25 statistics deltas (chunks, tokens, df per lexeme) for each '
-    'statement that writes chunks, and keeps common terms'' impact lists current.';
+    'statement that writes chunks, and adds new chunks that beat a common term''s list floor to '
+    'the list''s delta.';
 
 drop trigger if exists chunks_stats_insert on sift.chunks;
 create trigger chunks_stats_insert after insert on sift.chunks
@@ -65,55 +76,135 @@ create trigger chunks_stats_update after update on sift.chunks
     for each statement execute function sift._chunks_stats();
 
 
-create or replace function sift._build_term_list(
-    collection_id bigint, lexeme text, list_size integer,
-    avgdl double precision, k1 double precision, b double precision)
+create or replace function sift._write_lists(collection_id bigint)
+returns integer
+language plpgsql volatile security invoker
+set search_path from current
+as $$
+#variable_conflict use_variable
+declare
+    written integer;
+begin
+    -- Replaces the lists planned in pg_temp.pgsift_list_plan with the entries
+    -- gathered in pg_temp.pgsift_list_entries: per term, the best `size`
+    -- entries above floor_min, in blocks of 100 in impact order; the floor is
+    -- the larger of floor_min and the first impact left out, so every chunk
+    -- outside a list scores at most its floor (at the list's reference).
+    delete from sift.term_lists l
+    using pg_temp.pgsift_list_plan p
+    where l.collection_id = _write_lists.collection_id and l.lexeme = p.lexeme;
+    with ranked as materialized (
+        select e.lexeme, e.chunk_id, e.tf, e.dl, i.impact,
+               row_number() over (partition by e.lexeme order by i.impact desc, e.chunk_id) as rn
+        from pg_temp.pgsift_list_entries e
+        join pg_temp.pgsift_list_plan p on p.lexeme = e.lexeme
+        cross join lateral (select sift._bm25_impact(e.tf, e.dl, p.avgdl_ref, p.k1_ref, p.b_ref)
+                            as impact) i
+        where i.impact > p.floor_min
+    ), floors as (
+        select p.lexeme, greatest(p.floor_min, coalesce(
+                   (select r.impact from ranked r where r.lexeme = p.lexeme and r.rn = p.size + 1),
+                   0)) as floor_impact
+        from pg_temp.pgsift_list_plan p
+    ), lists as (
+        insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref,
+                                     chunks_ref, deleted_ref)
+        select collection_id, p.lexeme, f.floor_impact, p.avgdl_ref, p.k1_ref, p.b_ref,
+               p.chunks_ref, p.deleted_ref
+        from pg_temp.pgsift_list_plan p join floors f on f.lexeme = p.lexeme
+        returning 1
+    )
+    insert into sift.term_blocks (collection_id, lexeme, block_no, max_impact, chunk_ids, tfs, dls)
+    select collection_id, r.lexeme, ((r.rn - 1) / 100)::integer, max(r.impact),
+           array_agg(r.chunk_id order by r.rn), array_agg(r.tf order by r.rn),
+           array_agg(r.dl order by r.rn)
+    from ranked r
+    join floors f on f.lexeme = r.lexeme
+    join pg_temp.pgsift_list_plan p on p.lexeme = r.lexeme
+    where r.rn <= p.size and r.impact > f.floor_impact
+    group by r.lexeme, (r.rn - 1) / 100;
+    select count(*) into written from pg_temp.pgsift_list_plan;
+    truncate pg_temp.pgsift_list_plan, pg_temp.pgsift_list_entries;
+    return written;
+end;
+$$;
+comment on function sift._write_lists(bigint) is
+    'Internal, writes: replaces the planned impact lists with the gathered entries, in blocks.';
+
+
+create or replace function sift._gather_list_entries(
+    collection_id bigint, n_chunks double precision)
 returns void
 language plpgsql volatile security invoker
 set search_path from current
 as $$
 #variable_conflict use_variable
 declare
-    q tsquery := sift._tsquery_or(array[lexeme]);
+    total_df double precision;
+    rate     double precision := least(1, 100000 / greatest(n_chunks, 1));
 begin
-    delete from sift.term_lists l where l.collection_id = _build_term_list.collection_id
-                                    and l.lexeme = _build_term_list.lexeme;
-    -- One statement: score the term's chunks once, keep the best list_size; the
-    -- (list_size + 1)-th best impact is the floor bounding every chunk left out.
-    with x as materialized (
-        select y.chunk_id, y.tf, y.dl, sift._bm25_impact(y.tf, y.dl, avgdl, k1, b) as impact
-        from (select c.chunk_id, c.lexical_length as dl,
-                     pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q) as tf
-              from sift.chunks c
-              where c.collection_id = _build_term_list.collection_id and c.search_vector @@ q) y
-    ), f as (
-        select coalesce((select x.impact from x order by x.impact desc, x.chunk_id
-                         offset list_size limit 1), 0) as floor_impact
-    ), list as (
-        insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref)
-        select collection_id, lexeme, f.floor_impact, avgdl, k1, b from f
-        returning 1
+    -- Every planned term's chunks, as (tf, dl). Few terms: one GIN lookup per
+    -- term (tf read as ts_rank_cd with unit weights: the position count). Many
+    -- (a first refresh, a rebuild): one pass over the collection's vectors,
+    -- cheaper once their chunks outnumber the collection ~20 times over; a
+    -- sample of ~100,000 chunks first gives each term with more chunks than
+    -- 1.3 x its list size an impact cutoff expected to keep that many, so
+    -- the pass keeps only those (the cutoff becomes the list's floor_min).
+    select sum(t.df) into total_df
+    from pg_temp.pgsift_list_plan p
+    join sift.term_df t on t.collection_id = _gather_list_entries.collection_id and t.lexeme = p.lexeme;
+    if coalesce(total_df, 0) <= 20 * n_chunks then
+        insert into pg_temp.pgsift_list_entries (lexeme, chunk_id, tf, dl)
+        select p.lexeme, c.chunk_id,
+               pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, sift._tsquery_or(array[p.lexeme])),
+               c.lexical_length
+        from pg_temp.pgsift_list_plan p
+        join sift.chunks c on c.collection_id = _gather_list_entries.collection_id
+                          and c.search_vector @@ sift._tsquery_or(array[p.lexeme]);
+        return;
+    end if;
+    with sample as (
+        select u.lexeme,
+               sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
+                                 p.avgdl_ref, p.k1_ref, p.b_ref) as impact
+        from sift.chunks c
+        cross join lateral pg_catalog.unnest(c.search_vector) u
+        join pg_temp.pgsift_list_plan p on p.lexeme = u.lexeme
+        where c.collection_id = _gather_list_entries.collection_id and pg_catalog.random() < rate
+    ), ranked as (
+        select s.lexeme, s.impact,
+               row_number() over (partition by s.lexeme order by s.impact desc) as j,
+               count(*) over (partition by s.lexeme) as sampled
+        from sample s
     )
-    insert into sift.term_postings (collection_id, lexeme, chunk_id, impact, tf, dl)
-    select collection_id, lexeme, x.chunk_id, x.impact, x.tf, x.dl
-    from x, f
-    where x.impact > f.floor_impact
-    order by x.impact desc, x.chunk_id
-    limit list_size;
+    update pg_temp.pgsift_list_plan p
+    set floor_min = r.impact
+    from ranked r, sift.term_df t
+    where r.lexeme = p.lexeme
+      and t.collection_id = _gather_list_entries.collection_id and t.lexeme = p.lexeme
+      and t.df > 1.3 * p.size
+      and r.j = ceil(1.3 * p.size * r.sampled / t.df);
+    insert into pg_temp.pgsift_list_entries (lexeme, chunk_id, tf, dl)
+    select u.lexeme, c.chunk_id, pg_catalog.array_length(u.positions, 1), c.lexical_length
+    from sift.chunks c
+    cross join lateral pg_catalog.unnest(c.search_vector) u
+    join pg_temp.pgsift_list_plan p on p.lexeme = u.lexeme
+    where c.collection_id = _gather_list_entries.collection_id
+      and sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
+                            p.avgdl_ref, p.k1_ref, p.b_ref) > p.floor_min;
 end;
 $$;
-comment on function sift._build_term_list(bigint, text, integer, double precision,
-    double precision, double precision) is
-    'Internal, writes (on the primary; never on the search path): (re)builds one common '
-    'term''s impact list: its best list_size chunks and the floor every other chunk stays under.';
+comment on function sift._gather_list_entries(bigint, double precision) is
+    'Internal: gathers the chunks of the planned terms for sift._write_lists, per term or in '
+    'one sampled pass, whichever reads less.';
 
 
 create or replace function sift.refresh_lexical_stats(
     collection   text,
     tenant       text default 'default',
     min_df       integer default 100,
-    list_size    integer default 1000,
-    list_fraction double precision default 0.1,
+    list_size    integer default 2000,
+    list_fraction double precision default 0,
     max_drift    double precision default 0.25,
     rebuild      boolean default false)
 returns table (pending_folded bigint, lists_built integer)
@@ -122,13 +213,19 @@ set search_path from current
 as $$
 #variable_conflict use_column
 declare
-    col    sift.collections := sift._collection(refresh_lexical_stats.tenant,
-                                                refresh_lexical_stats.collection);
-    folded bigint := 0;
-    built  integer := 0;
-    avgdl  double precision;
-    term   record;
+    col      sift.collections := sift._collection(refresh_lexical_stats.tenant,
+                                                  refresh_lexical_stats.collection);
+    folded   bigint := 0;
+    built    integer := 0;
+    avgdl    double precision;
+    n_chunks double precision;
+    deleted  bigint;
 begin
+    if min_df < 1 or list_size < 1 or list_fraction < 0 or list_fraction > 1 or max_drift < 0 then
+        raise exception 'refresh_lexical_stats: min_df and list_size must be at least 1, '
+                        'list_fraction within [0, 1], max_drift at least 0'
+            using errcode = '22023';
+    end if;
     -- Fold pending deltas into one row per key (rows a concurrent writer has
     -- not committed yet are invisible here and stay pending).
     with gone as (
@@ -148,17 +245,19 @@ begin
     with gone as (
         delete from sift.collection_lexical_stats s
         where s.collection_id = col.collection_id
-        returning s.chunks, s.tokens)
-    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, pending)
-    select col.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0), false from gone g;
+        returning s.chunks, s.tokens, s.deleted)
+    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending)
+    select col.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0),
+           coalesce(sum(g.deleted), 0), false
+    from gone g;
 
-    -- Lists for terms that became common, and for those whose list no longer
-    -- matches the collection's k1, b or has drifted from the current avgdl.
-    -- Alone on the collection's list lock: chunk writers (who share it) wait
-    -- until these lists are committed, so none slips between snapshot and list.
+    -- Alone on the collection's list lock from here: chunk writers (who share
+    -- it) wait until these lists are committed, so none slips between
+    -- snapshot and list. Every ledger row counts: writers that committed
+    -- since the fold left rows of their own.
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
-    -- Every row counts: writers that committed since the fold left rows of their own.
-    select sum(s.tokens)::double precision / nullif(sum(s.chunks), 0) into avgdl
+    select sum(s.tokens)::double precision / nullif(sum(s.chunks), 0), sum(s.chunks), sum(s.deleted)
+    into avgdl, n_chunks, deleted
     from sift.collection_lexical_stats s where s.collection_id = col.collection_id;
     if avgdl is null then
         delete from sift.term_lists l where l.collection_id = col.collection_id;
@@ -170,29 +269,58 @@ begin
       and not exists (select 1 from sift.term_df t
                       where t.collection_id = col.collection_id and t.lexeme = l.lexeme
                         and t.df >= min_df);
-    for term in
-        select t.lexeme, t.df
-        from sift.term_df t
-        left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
-        where t.collection_id = col.collection_id
-          and t.df >= min_df
-          and (rebuild or l.lexeme is null or l.k1_ref <> col.bm25_k1 or l.b_ref <> col.bm25_b
-               or abs(avgdl / l.avgdl_ref - 1) > max_drift)
-    loop
-        -- Long enough that the threshold is proven inside the list even when a very
-        -- common term's impacts are flat: a tenth of its chunks (or list_size).
-        perform sift._build_term_list(col.collection_id, term.lexeme,
-                                      greatest(list_size, ceil(term.df * list_fraction)::integer),
-                                      avgdl, col.bm25_k1, col.bm25_b);
-        built := built + 1;
-    end loop;
+
+    create temp table if not exists pgsift_list_plan (
+        lexeme text primary key, size integer, floor_min double precision, avgdl_ref double precision,
+        k1_ref double precision, b_ref double precision, chunks_ref bigint, deleted_ref bigint)
+        on commit drop;
+    create temp table if not exists pgsift_list_entries (
+        lexeme text, chunk_id bigint, tf real, dl integer) on commit drop;
+
+    -- Lists for terms that became common, and rebuilt where the collection's
+    -- k1 or b changed, avgdl drifted or deletions left more than max_drift of
+    -- the list's chunks dead since it was built.
+    insert into pg_temp.pgsift_list_plan
+    select t.lexeme, greatest(list_size, ceil(t.df * list_fraction))::integer, 0, avgdl,
+           col.bm25_k1, col.bm25_b, n_chunks, deleted
+    from sift.term_df t
+    left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
+    where t.collection_id = col.collection_id
+      and t.df >= min_df
+      and (rebuild or l.lexeme is null or l.k1_ref <> col.bm25_k1 or l.b_ref <> col.bm25_b
+           or abs(avgdl / l.avgdl_ref - 1) > max_drift
+           or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1));
+    perform sift._gather_list_entries(col.collection_id, n_chunks);
+    built := sift._write_lists(col.collection_id);
+
+    -- Deltas a block long or more are merged into their lists' blocks (same
+    -- reference, so no chunk is read; the floor only rises).
+    insert into pg_temp.pgsift_list_plan
+    select l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
+           l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
+    from sift.term_lists l
+    left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
+    where l.collection_id = col.collection_id
+      and (select count(*) from sift.term_postings p
+           where p.collection_id = l.collection_id and p.lexeme = l.lexeme) >= 100;
+    insert into pg_temp.pgsift_list_entries (lexeme, chunk_id, tf, dl)
+    select b.lexeme, u.chunk_id, u.tf, u.dl
+    from pg_temp.pgsift_list_plan p
+    join sift.term_blocks b on b.collection_id = col.collection_id and b.lexeme = p.lexeme
+    cross join lateral unnest(b.chunk_ids, b.tfs, b.dls) as u(chunk_id, tf, dl)
+    union all
+    select d.lexeme, d.chunk_id, d.tf, d.dl
+    from pg_temp.pgsift_list_plan p
+    join sift.term_postings d on d.collection_id = col.collection_id and d.lexeme = p.lexeme;
+    built := built + sift._write_lists(col.collection_id);
     return query select folded, built;
 end;
 $$;
 comment on function sift.refresh_lexical_stats(text, text, integer, integer, double precision,
     double precision, boolean) is
-    'Folds pending BM25 statistics (reads are exact either way, faster '
-    'after), builds impact lists (the best max(list_size, list_fraction x df) chunks) for terms '
-    'in at least min_df chunks, and rebuilds lists whose k1, b or reference avgdl no longer '
-    'hold (rebuild => true rebuilds every list). Cheap when little changed; the Python client '
-    'runs it after every upsert_documents and delete_document. Writes.';
+    'Folds pending BM25 statistics (reads are exact either way, faster after); builds impact '
+    'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
+    'least min_df chunks; rebuilds lists whose k1, b or reference avgdl no longer hold or that '
+    'deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
+    'list deltas of 100 chunks or more. Cheap when little changed; the Python client runs it '
+    'after every upsert_documents and delete_document. Writes; returns lists built or merged.';

@@ -93,27 +93,166 @@ def test_sql_bm25_equals_python_bm25(client, db, seed):
         assert_same_top(lexical_leg(client, "c", text, 30), oracle, 30)
 
 
+def build_lists(db, list_size: int, **knobs) -> int:
+    args = ", ".join(f"{k} => {v}" for k, v in knobs.items())
+    return db.execute(f"select lists_built from sift.refresh_lexical_stats('c', min_df => 5, "
+                      f"list_size => {list_size}, list_fraction => 0, rebuild => true"
+                      f"{', ' + args if args else ''})").fetchone()[0]
+
+
+def list_lengths(db) -> dict[str, int]:
+    return dict(db.execute("select lexeme, sum(cardinality(chunk_ids)) from sift.term_blocks "
+                           "group by 1").fetchall())
+
+
+def write_chunks(db, rng, collection_id: int, count: int, length: int, prefix: str) -> None:
+    """Chunks written straight through SQL: no refresh runs, lists keep their deltas."""
+    for i in range(count):
+        doc_id = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, %s) "
+                            "returning document_id", [collection_id, f"{prefix}{i}"]).fetchone()[0]
+        db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) values (%s, 0, %s, %s)",
+                   [doc_id, zipf_text(rng, length), str(unit(rng.normal(size=DIMS)).tolist())])
+
+
+def assert_oracle(client, db, col, rng, queries: int, ns=(1, 5, 20)) -> None:
+    for text in random_queries(rng, queries):
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+        for n in ns:
+            assert_same_top(lexical_leg(client, "c", text, n), oracle, n)
+
+
 def test_impact_lists_give_the_exhaustive_answer(client, db):
-    """Small lists force every path: deepening, lists read to the end, the floor fallback."""
+    """Lists of 2-3 blocks force every path: deepening, lists read to the end, the floors."""
     rng = np.random.default_rng(7)
     col = client.create_collection("c", embedding_dims=DIMS)
-    client.upsert_documents("c", corpus(rng, 150))
-    folded, built = db.execute(
-        "select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 8, list_fraction => 0, rebuild => true)").fetchone()
-    assert built > 10
-    assert db.execute("select max(n) from (select count(*) n from sift.term_postings group by lexeme) x"
-                      ).fetchone()[0] == 8
-    for text in random_queries(rng, 25):
+    client.upsert_documents("c", corpus(rng, 500))
+    assert build_lists(db, 250) > 10
+    lengths = list_lengths(db)
+    assert max(lengths.values()) == 250 and min(lengths.values()) < 250
+    assert db.execute("select max(block_no) from sift.term_blocks").fetchone()[0] == 2
+    assert_oracle(client, db, col, rng, 25)
+
+
+def test_a_spent_budget_falls_back_to_exact_scoring_when_matches_are_few(client, db):
+    rng = np.random.default_rng(8)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 400))
+    build_lists(db, 120)
+    with db.transaction():
+        db.execute("set local pgsift.lexical_budget = 100")
+        assert_oracle(client, db, col, rng, 15)
+
+
+def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_scored(client, db):
+    rng = np.random.default_rng(9)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 400))
+    build_lists(db, 3)   # lists of 3 chunks: far too short to prove a top 10
+    same = 0
+    queries = [" ".join(VOCAB[i] for i in rng.choice(6, size=3, replace=False)) for _ in range(20)]
+    for text in queries:
         oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
-        for n in (1, 5, 20):
-            assert_same_top(lexical_leg(client, "c", text, n), oracle, n)
+        with db.transaction():
+            db.execute("set local pgsift.lexical_budget = 100")
+            db.execute("set local pgsift.lexical_exact_limit = 0")
+            got = lexical_leg(client, "c", text, 10)
+        # every chunk returned carries its exact score, best first; some may be missing
+        assert 3 <= len(got) <= 10
+        for chunk_id, score in got:
+            assert score == pytest.approx(oracle[chunk_id], abs=1e-9, rel=0)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        expected = sorted(oracle.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+        same += [c for c, _ in got] == [c for c, _ in expected]
+    assert same < len(queries)   # the bound really was hit (not every answer is the exhaustive one)
+    # and lifting the limits gives the exhaustive answer again
+    text = queries[0]
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+    assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
+
+
+def test_bad_budget_settings_are_refused(client, db):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(np.random.default_rng(1), 20))
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="pgsift.lexical_budget"):
+        with db.transaction():
+            db.execute("set local pgsift.lexical_budget = 'lots'")
+            db.execute("select * from sift.search('c', 'w000 w001')").fetchall()
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="list_size"):
+        db.execute("select * from sift.refresh_lexical_stats('c', list_size => 0)")
+
+
+def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
+    rng = np.random.default_rng(12)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, 300))
+    build_lists(db, 150)
+    # new chunks beating a list's floor wait in its delta until a refresh
+    write_chunks(db, rng, col.collection_id, 60, 40, "new")
+    assert db.execute("select count(*) from sift.term_postings").fetchone()[0] > 100
+    assert_oracle(client, db, col, rng, 10)
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
+               "list_fraction => 0)")
+    deltas = dict(db.execute("select lexeme, count(*) from sift.term_postings group by 1").fetchall())
+    assert deltas and max(deltas.values()) < 100          # the long deltas were merged into blocks
+    assert max(list_lengths(db).values()) == 150
+    assert_oracle(client, db, col, rng, 10)
+    # deleted chunks stay in blocks and never come back
+    dead = [r[0] for r in db.execute("select chunk_id from sift.chunks order by chunk_id limit 120")]
+    db.execute("delete from sift.chunks where chunk_id = any(%s)", [dead])
+    assert db.execute("select count(*) from sift.term_blocks where chunk_ids && %s::bigint[]",
+                      [dead]).fetchone()[0] > 0
+    assert_oracle(client, db, col, rng, 10)
+    for n in (1, 10):
+        assert not set(dead) & {c for c, _ in lexical_leg(client, "c", "w000 w001 w002", n)}
+    # a third of the chunks gone: the next refresh rebuilds every list without them
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
+               "list_fraction => 0)")
+    assert db.execute("select count(*) from sift.term_blocks where chunk_ids && %s::bigint[]",
+                      [dead]).fetchone()[0] == 0
+    # a re-analysed chunk (new context) takes its terms' lists with it until the refresh
+    target = db.execute("select chunk_id from sift.chunks order by chunk_id desc limit 1").fetchone()[0]
+    db.execute("update sift.chunks set context = 'w000 w000 w000 w001' where chunk_id = %s", [target])
+    assert db.execute("select count(*) from sift.term_lists where lexeme in ('w000', 'w001')").fetchone()[0] == 0
+    assert_oracle(client, db, col, rng, 10)
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
+               "list_fraction => 0)")
+    assert db.execute("select count(*) from sift.term_lists where lexeme in ('w000', 'w001')").fetchone()[0] == 2
+    assert_oracle(client, db, col, rng, 10)
+
+
+def test_one_pass_build_with_sampled_cutoffs_gives_valid_lists(client, db):
+    """Many lists at once are built in one pass over the collection, each term's
+    chunks cut at an impact estimated from a sample; the lists stay exact."""
+    rng = np.random.default_rng(13)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [Document(source_uri=f"d{i}", title=None,
+                                           chunks=[Chunk(content=zipf_text(rng, 300),
+                                                         embedding=unit(rng.normal(size=DIMS)))])
+                                  for i in range(400)])
+    build_lists(db, 40)
+    total_df, n = db.execute("select (select sum(df) from sift.term_df t join sift.term_lists l "
+                             "using (collection_id, lexeme)), (select count(*) from sift.chunks)").fetchone()
+    assert total_df > 20 * n                 # so the sampled one-pass build ran
+    lengths = list_lengths(db)
+    assert max(lengths.values()) == 40
+    floors = dict(db.execute("select lexeme, floor_impact from sift.term_lists").fetchall())
+    # every chunk outside a list scores at most its floor (at the list's reference)
+    worst = db.execute("""
+        select max(sift._bm25_impact(array_length(u.positions, 1), c.lexical_length, l.avgdl_ref,
+                                     l.k1_ref, l.b_ref) - l.floor_impact)
+        from sift.chunks c, unnest(c.search_vector) u, sift.term_lists l
+        where l.lexeme = u.lexeme and l.collection_id = c.collection_id
+          and not exists (select 1 from sift.term_blocks b where b.lexeme = l.lexeme
+                          and c.chunk_id = any (b.chunk_ids))""").fetchone()[0]
+    assert worst <= 1e-12 and floors
+    assert_oracle(client, db, col, rng, 15)
 
 
 def test_lists_stay_exact_when_avgdl_moves_without_a_refresh(client, db):
     rng = np.random.default_rng(11)
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 100))
-    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 20, list_fraction => 0, rebuild => true)")
+    build_lists(db, 20)
     # Longer chunks written straight through SQL: no refresh, the lists' avgdl is stale.
     for i in range(30):
         doc_id = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, %s) "
@@ -129,7 +268,7 @@ def test_per_call_k1_b_and_the_ts_rank_cd_knob(client, db):
     rng = np.random.default_rng(5)
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 120))
-    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 10, list_fraction => 0, rebuild => true)")
+    build_lists(db, 10)
     text = "w000 w001 w007 w050"
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), 2.0, 0.9)
     assert_same_top(lexical_leg(client, "c", text, 15, bm25_k1=2.0, bm25_b=0.9), oracle, 15)
@@ -205,7 +344,8 @@ def test_dropping_a_collection_leaves_no_statistics(client, db):
     client.upsert_documents("c", corpus(np.random.default_rng(1), 20))
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => 2)")
     client.drop_collection("c")
-    for table in ("collection_lexical_stats", "term_df", "term_df_pending", "term_lists", "term_postings"):
+    for table in ("collection_lexical_stats", "term_df", "term_df_pending", "term_lists", "term_blocks",
+                  "term_postings"):
         assert db.execute(f"select count(*) from sift.{table}").fetchone()[0] == 0
 
 

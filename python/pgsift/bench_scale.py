@@ -12,6 +12,7 @@ next to the plain tsvector + GIN baseline.
 from __future__ import annotations
 
 import statistics
+import struct
 import time
 
 import numpy as np
@@ -21,15 +22,11 @@ from .client import Client
 from .models import Chunk, Document
 
 DIMS = 384
-VOCAB = 60_000
-ZIPF_S = 1.07
+VOCAB = 500_000          # Zipf-Mandelbrot over a finite vocabulary: P(r) ~ (r + 2.7)^-1.1
+ZIPF_S, ZIPF_Q = 1.1, 2.7
 CHUNKS_PER_DOC = 20
+BATCH_CHUNKS = 10_000    # chunks per COPY (one transaction, one statistics row)
 COLLECTION = "scale"
-
-
-def _words(rng: np.random.Generator, n: int) -> np.ndarray:
-    ranks = rng.zipf(ZIPF_S, size=n)
-    return np.where(ranks <= VOCAB, ranks, rng.integers(1, VOCAB, size=n))
 
 
 def _word(rank: int) -> str:
@@ -43,17 +40,77 @@ def _word(rank: int) -> str:
     return "q" + out
 
 
-def _documents(rng: np.random.Generator, centres: np.ndarray, start: int, n_docs: int) -> list[Document]:
-    docs = []
-    for d in range(start, start + n_docs):
-        chunks = []
-        for _ in range(CHUNKS_PER_DOC):
-            length = int(np.clip(rng.normal(200, 60), 50, 400))
-            text = " ".join(_word(int(r)) for r in _words(rng, length))
-            vec = centres[rng.integers(len(centres))] + rng.normal(scale=0.35, size=DIMS) / np.sqrt(DIMS)
-            chunks.append(Chunk(content=text, embedding=(vec / np.linalg.norm(vec)).astype(np.float32)))
-        docs.append(Document(source_uri=f"doc-{d}", title=None, chunks=chunks))
-    return docs
+class Corpus:
+    """Chunks drawn from a Zipf-Mandelbrot vocabulary: about 50 words occur in
+    20-50% of chunks, and at a million chunks every word past rank ~90,000 is
+    in at most 100 (so rare-term queries exist at every scale, unlike a plain
+    zeta draw folded into a small vocabulary). Lengths ~ N(200, 60) tokens;
+    vectors around 256 unit cluster centres."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.words = np.array([_word(r) for r in range(1, VOCAB + 1)], dtype=object)
+        p = (np.arange(1, VOCAB + 1) + ZIPF_Q) ** -ZIPF_S
+        self.cdf = np.cumsum(p / p.sum())
+        self.centres = self.rng.normal(size=(256, DIMS))
+        self.centres /= np.linalg.norm(self.centres, axis=1, keepdims=True)
+
+    def texts(self, n: int) -> list[str]:
+        lengths = np.clip(self.rng.normal(200, 60, size=n), 50, 400).astype(int)
+        ranks = np.minimum(np.searchsorted(self.cdf, self.rng.random(lengths.sum())), VOCAB - 1)
+        tokens = self.words[ranks]
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
+        return [" ".join(tokens[bounds[i]:bounds[i + 1]]) for i in range(n)]
+
+    def vectors(self, n: int, scale: float = 0.35) -> np.ndarray:
+        v = self.centres[self.rng.integers(len(self.centres), size=n)] \
+            + self.rng.normal(scale=scale, size=(n, DIMS)) / np.sqrt(DIMS)
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+    def documents(self, start: int, n_docs: int) -> list[Document]:
+        texts, vecs = self.texts(n_docs * CHUNKS_PER_DOC), self.vectors(n_docs * CHUNKS_PER_DOC)
+        return [Document(source_uri=f"extra-{start + d}", title=None,
+                         chunks=[Chunk(content=texts[i], embedding=vecs[i])
+                                 for i in range(d * CHUNKS_PER_DOC, (d + 1) * CHUNKS_PER_DOC)])
+                for d in range(n_docs)]
+
+
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+
+
+def _copy_rows(doc_ids: list[int], texts: list[str], vecs: np.ndarray) -> bytes:
+    """COPY binary: (document_id, ordinal, content, embedding), vectors in
+    pgvector's wire format (int16 dims, int16 unused, float4 big-endian)."""
+    vec_head = struct.pack("!ihh", 4 + 4 * DIMS, DIMS, 0)
+    be = vecs.astype(">f4")
+    out = [_COPY_HEADER]
+    for i, text in enumerate(texts):
+        body = text.encode()
+        out.append(struct.pack("!hiqiii", 4, 8, doc_ids[i // CHUNKS_PER_DOC], 4, i % CHUNKS_PER_DOC,
+                               len(body)))
+        out.append(body)
+        out.append(vec_head)
+        out.append(be[i].tobytes())
+    out.append(struct.pack("!h", -1))
+    return b"".join(out)
+
+
+def load(conn: psycopg.Connection, corpus: Corpus, chunks: int, collection_id: int) -> None:
+    """Bulk load: documents in one statement per batch, their chunks by one
+    binary COPY, statistics triggers on (one ledger row per batch)."""
+    n_docs = max(1, chunks // CHUNKS_PER_DOC)
+    per_batch = BATCH_CHUNKS // CHUNKS_PER_DOC
+    for start in range(0, n_docs, per_batch):
+        count = min(per_batch, n_docs - start)
+        texts, vecs = corpus.texts(count * CHUNKS_PER_DOC), corpus.vectors(count * CHUNKS_PER_DOC)
+        with conn.transaction():
+            doc_ids = [r[0] for r in conn.execute(
+                "insert into sift.documents (collection_id, source_uri) "
+                "select %s, 'doc-' || g from generate_series(%s::int, %s::int) g order by g "
+                "returning document_id", [collection_id, start, start + count - 1]).fetchall()]
+            with conn.cursor().copy("copy sift.chunks (document_id, ordinal, content, embedding) "
+                                    "from stdin (format binary)") as copy:
+                copy.write(_copy_rows(doc_ids, texts, vecs))
 
 
 def _percentiles(values: list[float]) -> dict:
@@ -66,72 +123,113 @@ def _vec(v: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.6f}" for x in v) + "]"
 
 
-def run_scale(conn: psycopg.Connection, chunks: int, *, queries: int = 100, seed: int = 7) -> dict:
-    rng = np.random.default_rng(seed)
-    client = Client(conn)
-    conn.execute("select sift.drop_collection(%s)", [COLLECTION]) if conn.execute(
-        "select 1 from sift.collections where tenant = 'default' and name = %s", [COLLECTION]).fetchone() else None
-    client.create_collection(COLLECTION, embedding_dims=DIMS)
-    centres = rng.normal(size=(256, DIMS))
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+def _existing(conn: psycopg.Connection, chunks: int) -> bool:
+    row = conn.execute("select count(*) from sift.chunks c join sift.collections l using (collection_id) "
+                       "where l.tenant = 'default' and l.name = %s", [COLLECTION]).fetchone()
+    return row[0] == max(1, chunks // CHUNKS_PER_DOC) * CHUNKS_PER_DOC
 
-    # Bulk load: the HNSW index is built once at the end (as anyone loading a
-    # large corpus would), statistics triggers stay on throughout.
+
+def build(conn: psycopg.Connection, corpus: Corpus, chunks: int) -> dict:
+    """Load the corpus as anyone loading a large one would: HNSW index dropped
+    and built once at the end, BM25 statistics maintained throughout, lists
+    built by one refresh."""
+    client = Client(conn)
+    if conn.execute("select 1 from sift.collections where tenant = 'default' and name = %s",
+                    [COLLECTION]).fetchone():
+        client.drop_collection(COLLECTION)
+    col = client.create_collection(COLLECTION, embedding_dims=DIMS)
     index = conn.execute("select sift._ensure_dense_index(%s, 'cosine')", [DIMS]).fetchone()[0]
     conn.execute(f'drop index sift."{index}"')
-    n_docs = max(1, chunks // CHUNKS_PER_DOC)
     t0 = time.perf_counter()
-    for start in range(0, n_docs, 500):
-        client.upsert_documents(COLLECTION, _documents(rng, centres, start, min(500, n_docs - start)),
-                                refresh_every=10**9)
+    load(conn, corpus, chunks, col.collection_id)
     ingest_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    conn.execute("select sift._ensure_dense_index(%s, 'cosine')", [DIMS])
-    index_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     client.refresh_lexical_stats(COLLECTION)
     refresh_s = time.perf_counter() - t0
-    conn.execute("analyze sift.chunks")
-    n_chunks = conn.execute("select count(*) from sift.chunks").fetchone()[0]
+    t0 = time.perf_counter()
+    conn.execute("set maintenance_work_mem = '4GB'")
+    conn.execute("select sift._ensure_dense_index(%s, 'cosine')", [DIMS])
+    index_s = time.perf_counter() - t0
+    conn.execute("vacuum analyze sift.chunks")
+    n_chunks = conn.execute("select count(*) from sift.chunks where collection_id = %s",
+                            [col.collection_id]).fetchone()[0]
+    return {"load_chunks_per_s": round(n_chunks / ingest_s, 1), "load_s": round(ingest_s, 1),
+            "refresh_s": round(refresh_s, 1), "hnsw_build_s": round(index_s, 1)}
 
-    # Query terms by document frequency, from the exact statistics.
-    df = conn.execute("select lexeme, df::float8 / %s from sift.term_df", [n_chunks]).fetchall()
+
+def _client_ingest(conn: psycopg.Connection, corpus: Corpus, docs: int) -> dict:
+    """Ingest through Client.upsert_documents onto the loaded collection (lists
+    in place, so their deltas are maintained), refresh included; then removed."""
+    client = Client(conn)
+    documents = corpus.documents(0, docs)
+    t0 = time.perf_counter()
+    client.upsert_documents(COLLECTION, documents)
+    seconds = time.perf_counter() - t0
+    for doc in documents:
+        client.delete_document(COLLECTION, doc.source_uri)
+    return {"client_ingest_chunks_per_s": round(docs * CHUNKS_PER_DOC / seconds, 1)}
+
+
+SEARCH = ("select count(*) from sift.search(collection => %(c)s::text, query_text => %(q)s::text, "
+          "query_embedding => %(e)s, match_count => 10, hybrid => %(h)s::boolean, "
+          "lexical_scorer => %(s)s::text::sift.lexical_scorer)")
+LEG = ("select array_agg(chunk_id order by lexical_rank) from sift.candidates(collection => %(c)s::text, "
+       "query_text => %(q)s::text, query_embedding => null, fetch_k => 10)")
+
+
+def run_scale(conn: psycopg.Connection, chunks: int, *, queries: int = 100, seed: int = 7,
+              reuse: bool = False, exact_check: int = 20, ingest_docs: int = 50) -> dict:
+    corpus = Corpus(seed)
+    results: dict = {}
+    if reuse and _existing(conn, chunks):
+        results["reused"] = True
+        corpus.texts(1)  # (the query stream differs from a fresh run's; the corpus does not)
+    else:
+        results.update(build(conn, corpus, chunks))
+    rng = corpus.rng
+    n_chunks = conn.execute("select count(*) from sift.chunks c join sift.collections l using (collection_id) "
+                            "where l.name = %s", [COLLECTION]).fetchone()[0]
+    df = conn.execute("select t.lexeme, t.df::float8 / %s from sift.term_df t join sift.collections l "
+                      "using (collection_id) where l.name = %s", [n_chunks, COLLECTION]).fetchall()
     common = [w for w, f in df if 0.2 <= f <= 0.5] or [w for w, f in sorted(df, key=lambda x: -x[1])[:20]]
-    rare = [w for w, f in df if f * n_chunks <= 100]
+    rare = [w for w, f in df if f * n_chunks <= 100] or [w for w, f in sorted(df, key=lambda x: x[1])[:1000]]
+    mid = [w for w, f in df if 0.001 <= f <= 0.05]
     mixes = {
         "rare": lambda: list(rng.choice(rare, size=3)),
         "common": lambda: list(rng.choice(common, size=min(3, len(common)))),
         "mixed": lambda: list(rng.choice(common, size=2)) + list(rng.choice(rare, size=1)),
+        "question": lambda: list(rng.choice(common, size=3)) + list(rng.choice(mid, size=4))
+                            + list(rng.choice(rare, size=1)),
     }
-    results: dict = {"chunks": n_chunks, "ingest_chunks_per_s": round(n_chunks / ingest_s, 1),
-                     "ingest_s": round(ingest_s, 1), "hnsw_build_s": round(index_s, 1),
-                     "refresh_s": round(refresh_s, 1), "common_terms": len(common), "modes": {}}
-    sql = ("select count(*) from sift.search(collection => %(c)s::text, query_text => %(q)s::text, "
-           "query_embedding => %(e)s, match_count => 10, hybrid => %(h)s::boolean, "
-           "lexical_scorer => %(s)s::text::sift.lexical_scorer)")
+    results.update({"chunks": n_chunks, "common_terms": len(common), "modes": {}})
     for mix, make in mixes.items():
         timings: dict[str, list[float]] = {k: [] for k in ("lexical", "lexical_ts_rank_cd", "dense", "hybrid")}
+        texts = []
         for i in range(queries + 1):
             text = " ".join(make())
-            vec = _vec(centres[rng.integers(len(centres))] + rng.normal(scale=0.3, size=DIMS) / np.sqrt(DIMS))
+            texts.append(text)
+            vec = _vec(corpus.vectors(1, scale=0.3)[0])
             runs = {"lexical": dict(e=None, h=True, s="bm25"),
                     "lexical_ts_rank_cd": dict(e=None, h=True, s="ts_rank_cd"),
                     "dense": dict(e=vec, h=False, s="bm25"),
                     "hybrid": dict(e=vec, h=True, s="bm25")}
             for name, args in runs.items():
                 t = time.perf_counter()
-                conn.execute(sql, dict(c=COLLECTION, q=text, **args)).fetchone()
+                conn.execute(SEARCH, dict(c=COLLECTION, q=text, **args)).fetchone()
                 if i:  # the first round warms the cache
                     timings[name].append(time.perf_counter() - t)
         results["modes"][mix] = {k: _percentiles(v) for k, v in timings.items()}
         bm, cd = results["modes"][mix]["lexical"]["p50"], results["modes"][mix]["lexical_ts_rank_cd"]["p50"]
         results["modes"][mix]["ts_rank_cd_over_bm25_p50"] = round(cd / bm, 2) if bm else None
+        results["modes"][mix]["top10_equal_exhaustive"] = _exactness(conn, texts[1:exact_check + 1])
+    if ingest_docs:
+        results.update(_client_ingest(conn, corpus, ingest_docs))
 
     sizes = dict(conn.execute("""
-        select 'bm25 (stats + lists + postings)', sum(pg_total_relation_size(c.oid))
+        select 'bm25 (stats + lists)', sum(pg_total_relation_size(c.oid))
         from pg_class c where c.oid in ('sift.term_df'::regclass, 'sift.term_df_pending'::regclass,
-                                        'sift.collection_lexical_stats'::regclass,
-                                        'sift.term_lists'::regclass, 'sift.term_postings'::regclass)
+                                        'sift.collection_lexical_stats'::regclass, 'sift.term_lists'::regclass,
+                                        'sift.term_blocks'::regclass, 'sift.term_postings'::regclass)
         union all
         select 'tsvector column + GIN', (select sum(pg_column_size(search_vector)) from sift.chunks)
             + pg_relation_size('sift.chunks_search_vector_idx')""").fetchall())
@@ -139,17 +237,37 @@ def run_scale(conn: psycopg.Connection, chunks: int, *, queries: int = 100, seed
     return results
 
 
+def _exactness(conn: psycopg.Connection, texts: list[str]) -> str:
+    """How many of these queries' lexical top 10 equal exhaustive BM25's (the
+    leg with its read budget and exhaustive limit lifted)."""
+    same = 0
+    for text in texts:
+        bounded = conn.execute(LEG, dict(c=COLLECTION, q=text)).fetchone()[0]
+        with conn.transaction():
+            conn.execute("set local pgsift.lexical_budget = 2000000000")
+            conn.execute("set local pgsift.lexical_exact_limit = 2000000000")
+            exact = conn.execute(LEG, dict(c=COLLECTION, q=text)).fetchone()[0]
+        same += bounded == exact
+    return f"{same}/{len(texts)}"
+
+
 def format_table(result: dict) -> str:
-    lines = [f"{result['chunks']:,} chunks; ingest {result['ingest_chunks_per_s']:,} chunks/s with BM25 "
-             f"statistics on ({result['ingest_s']} s), HNSW build {result['hnsw_build_s']} s, "
-             f"refresh (impact lists for {result['common_terms']} common terms and the rest) "
-             f"{result['refresh_s']} s"]
-    lines.append(f"{'queries':8} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    lines = [f"{result['chunks']:,} chunks"]
+    if "load_s" in result:
+        lines.append(f"bulk load {result['load_chunks_per_s']:,} chunks/s with BM25 statistics on "
+                     f"({result['load_s']} s); impact lists ({result['common_terms']} terms in 20-50% of "
+                     f"chunks, and every term in 100+) {result['refresh_s']} s; HNSW build "
+                     f"{result['hnsw_build_s']} s")
+    if "client_ingest_chunks_per_s" in result:
+        lines.append(f"Client.upsert_documents onto it (lists maintained, refresh included): "
+                     f"{result['client_ingest_chunks_per_s']:,} chunks/s")
+    lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     for mix, modes in result["modes"].items():
         for leg in ("lexical", "lexical_ts_rank_cd", "dense", "hybrid"):
             p = modes[leg]
-            lines.append(f"{mix:8} {leg:20} {p['p50']:8.2f} {p['p95']:8.2f} {p['p99']:8.2f}")
-        lines.append(f"{mix:8} {'ts_rank_cd / bm25 p50':20} {modes['ts_rank_cd_over_bm25_p50']:>8}")
+            lines.append(f"{mix:9} {leg:20} {p['p50']:8.2f} {p['p95']:8.2f} {p['p99']:8.2f}")
+        lines.append(f"{mix:9} {'ts_rank_cd / bm25 p50':20} {modes['ts_rank_cd_over_bm25_p50']:>8}")
+        lines.append(f"{mix:9} {'top 10 = exhaustive':20} {modes['top10_equal_exhaustive']:>8}")
     for k, v in result["storage_bytes_per_chunk"].items():
         lines.append(f"storage per chunk, {k}: {v} bytes")
     return "\n".join(lines)

@@ -241,7 +241,8 @@ def cmd_bench_scale(args) -> int:
 
     with _connect(args) as conn:
         migrate(conn)
-        result = bench_scale.run_scale(conn, args.chunks, queries=args.queries)
+        result = bench_scale.run_scale(conn, args.chunks, queries=args.queries, reuse=args.reuse,
+                                       exact_check=args.exact_check, ingest_docs=args.ingest_docs)
     print(json.dumps(result, indent=2) if args.json else bench_scale.format_table(result))
     return 0
 
@@ -343,6 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     q = bench_sub.add_parser("scale", help="lexical/dense/hybrid latency on a generated corpus of N chunks")
     q.add_argument("--chunks", type=int, default=100_000)
     q.add_argument("--queries", type=int, default=100, help="per query mix")
+    q.add_argument("--reuse", action="store_true", help="keep a loaded corpus of this size")
+    q.add_argument("--exact-check", type=int, default=20,
+                   help="queries per mix compared with exhaustive BM25")
+    q.add_argument("--ingest-docs", type=int, default=50,
+                   help="documents written through the client afterwards, for its throughput")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_bench_scale)
     q = bench_sub.add_parser("finalize", help="latency of the finalize stage at pools of 50 and 200")
