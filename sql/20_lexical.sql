@@ -187,9 +187,9 @@ declare
     -- Postings read from lists per query at most, and the most matching
     -- chunks (sum of the terms' df) scored exhaustively when the lists cannot
     -- prove the top n within that budget.
-    budget      bigint := sift._int_setting('pgsift.lexical_budget', 20000);
-    exact_limit bigint := sift._int_setting('pgsift.lexical_exact_limit', 20000);
-    max_scored  integer := greatest(10 * n, 200);
+    budget      bigint := sift._int_setting('pgsift.lexical_budget', 3000);
+    exact_limit bigint := sift._int_setting('pgsift.lexical_exact_limit', 3000);
+    max_scored  integer := greatest(4 * n, 100);
     n_chunks   double precision;
     avgdl      double precision;
     t_lexeme   text[];
@@ -202,7 +202,8 @@ declare
     rare_ids   bigint[] := '{}';
     scored     bigint[];
     n_scored   integer := 0;
-    depth      integer := greatest(1, ceil(greatest(4 * n, 64) / 100.0))::integer;  -- blocks
+    depth      integer := ceil(greatest(4 * n, 64) / 100.0)::integer;  -- blocks read per list
+    max_depth  integer;
     batch      integer := greatest(2 * n, 50);
     deeper     boolean;
     postings   bigint;
@@ -271,6 +272,10 @@ begin
     into best, scores
     from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, match, filter, n) x;
     scored := rare_ids;
+    -- Blocks per list the budget allows (reads restart from the top, so the
+    -- rounds before the last add at most a third of it).
+    max_depth := greatest(1, budget / (100 * greatest(1, cardinality(array_remove(t_listed, false)))));
+    depth := least(depth, max_depth);
 
     -- Common terms: threshold algorithm over their impact lists. Read each list
     -- best-first to a depth (whole blocks, plus its delta); a chunk holding no
@@ -280,55 +285,64 @@ begin
     -- chunks whose bound can still beat the n-th best; read deeper until
     -- nothing unread can, or the budget is spent.
     while true = any (t_listed) loop
-        with r as materialized (
-            select u.l, u.idf, x.chunk_id, x.tf, x.dl
-            from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
-            cross join lateral (
-                select e.chunk_id, e.tf, e.dl
-                from sift.term_blocks tb
-                cross join lateral unnest(tb.chunk_ids, tb.tfs, tb.dls) as e(chunk_id, tf, dl)
-                where tb.collection_id = col.collection_id and tb.lexeme = u.l and tb.block_no < depth
-                union all
-                select p.chunk_id, p.tf, p.dl from sift.term_postings p
-                where p.collection_id = col.collection_id and p.lexeme = u.l) x
+        with terms as (
+            select u.l, u.idf, u.floor, u.drift
+            from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
             where u.listed
+        ), r as (
+            select x.l, x.chunk_id, x.tf, x.dl
+            from (select tb.lexeme as l, unnest(tb.chunk_ids) as chunk_id, unnest(tb.tfs) as tf,
+                         unnest(tb.dls) as dl
+                  from sift.term_blocks tb
+                  where tb.collection_id = col.collection_id and tb.block_no < depth
+                    and tb.lexeme = any (array(select terms.l from terms))) x
+            union all
+            select p.lexeme, p.chunk_id, p.tf, p.dl
+            from sift.term_postings p
+            where p.collection_id = col.collection_id
+              and p.lexeme = any (array(select terms.l from terms))
         ), term_bound as (
             -- Unread chunks of a list score at most its next block's best
             -- impact (the floor past the end), times the avgdl drift since
             -- the list was built.
-            select u.l, u.idf * u.drift * coalesce(nb.max_impact, u.floor) as b_t,
+            select terms.l, terms.idf, terms.idf * terms.drift * coalesce(nb.max_impact, terms.floor) as b_t,
                    nb.max_impact is not null as more
-            from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
+            from terms
             left join sift.term_blocks nb
-                   on nb.collection_id = col.collection_id and nb.lexeme = u.l and nb.block_no = depth
-            where u.listed
-        ), seen as (
+                   on nb.collection_id = col.collection_id and nb.lexeme = terms.l and nb.block_no = depth
+        ), seen as materialized (
             select r.chunk_id,
-                   sum(r.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) as known,
-                   sum(r.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) - sum(tb.b_t) as gain
+                   sum(tb.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) as known,
+                   sum(tb.b_t) as read_bound,
+                   count(*) as postings
             from r join term_bound tb on tb.l = r.l
-            left join unnest(scored) as done(chunk_id) on done.chunk_id = r.chunk_id
-            where done.chunk_id is null
             group by r.chunk_id
+        ), fresh as materialized (
+            select s.chunk_id, s.known, s.known - s.read_bound as gain
+            from seen s
+            left join unnest(scored) as done(chunk_id) on done.chunk_id = s.chunk_id
+            where done.chunk_id is null
         ), total as (
             select sum(tb.b_t) as bound, bool_or(tb.more) as more from term_bound tb
         )
-        select total.bound, total.more, (select count(*) from r),
-               array(select s.chunk_id from seen s order by s.gain desc, s.chunk_id),
-               array(select total.bound + s.gain from seen s order by s.gain desc, s.chunk_id),
-               (select k.v from (select s.known as v from seen s
+        select total.bound, total.more, (select sum(s.postings) from seen s),
+               (select array_agg(f.chunk_id order by f.gain desc, f.chunk_id) from fresh f),
+               (select array_agg(total.bound + f.gain order by f.gain desc, f.chunk_id) from fresh f),
+               (select k.v from (select f.known as v from fresh f
                                  union all select unnest(scores)) k
                 order by k.v desc offset n - 1 limit 1)
         from total
         into bound, deeper, postings, cand_ids, cand_ub, floor_known;
-        deeper := deeper and postings < budget;
+        deeper := deeper and depth < max_depth;
 
         -- While the unread bound is above the n-th best known sum, reading
-        -- deeper (a few block rows) is cheaper than scoring candidates that
-        -- cannot all stay. (Known sums only steer: a chunk deleted since its
-        -- list was built still has one; answers rest on exact scores.)
+        -- deeper is cheaper than scoring candidates that cannot all stay: in
+        -- one step to the budget's depth (a list whose first blocks did not
+        -- settle it is flat, and every round re-reads from the top). Known
+        -- sums only steer: a chunk deleted since its list was built still has
+        -- one; answers rest on exact scores.
         if deeper and bound > coalesce(floor_known, 0) then
-            depth := depth * 4;
+            depth := max_depth;
             continue;
         end if;
 
@@ -357,7 +371,7 @@ begin
         exit when coalesce(cardinality(best), 0) >= n and scores[n] > bound
                   and (pos > coalesce(cardinality(cand_ids), 0) or cand_ub[pos] <= scores[n]);
         if deeper then
-            depth := depth * 4;
+            depth := max_depth;
             continue;
         end if;
         if df_sum <= exact_limit then
@@ -387,8 +401,8 @@ comment on function sift._lexical_leg(sift.collections, tsquery, text[], jsonb, 
     'Internal: the top n chunks of a collection for the query, by Okapi BM25 (idf = '
     'ln(1 + (N - df + 0.5) / (df + 0.5)), exact statistics) or by ts_rank_cd. Rare terms are '
     'scored exhaustively; common terms are read best-first from their impact lists until the '
-    'top n is provably exact (threshold algorithm). Cost is bounded: at most '
-    'pgsift.lexical_budget postings (20,000) are read; if that cannot prove the top n, every '
-    'matching chunk is scored when the terms'' chunk counts sum to at most '
-    'pgsift.lexical_exact_limit (20,000), else the best chunks read are returned, each with '
-    'its exact score.';
+    'top n is provably exact (threshold algorithm). Cost is bounded: about '
+    'pgsift.lexical_budget postings (3,000) are read and at most max(4n, 100) chunks scored; '
+    'if that cannot prove the top n, every matching chunk is scored when the terms'' chunk '
+    'counts sum to at most pgsift.lexical_exact_limit (3,000), else the best chunks found '
+    'are returned, each with its exact score.';

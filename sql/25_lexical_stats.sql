@@ -102,10 +102,9 @@ begin
                             as impact) i
         where i.impact > p.floor_min
     ), floors as (
-        select p.lexeme, greatest(p.floor_min, coalesce(
-                   (select r.impact from ranked r where r.lexeme = p.lexeme and r.rn = p.size + 1),
-                   0)) as floor_impact
+        select p.lexeme, greatest(p.floor_min, coalesce(r.impact, 0)) as floor_impact
         from pg_temp.pgsift_list_plan p
+        left join ranked r on r.lexeme = p.lexeme and r.rn = p.size + 1
     ), lists as (
         insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref,
                                      chunks_ref, deleted_ref)
