@@ -53,3 +53,27 @@ create index term_postings_term_idx on sift.term_postings (collection_id, lexeme
 -- Lists are now built by sift._gather_list_entries and sift._write_lists.
 drop function if exists sift._build_term_list(bigint, text, integer, double precision,
     double precision, double precision);
+
+-- Work tables for sift.refresh_lexical_stats (lists to build, and the chunks
+-- gathered for them), per collection, emptied when a refresh ends. Unlogged:
+-- nothing in them outlives the refresh that wrote it. Not temporary tables:
+-- pgsift creates none (see DESIGN: hot standbys, poolers).
+create unlogged table sift.list_build_plan (
+    collection_id bigint not null,
+    lexeme        text not null,
+    size          integer not null,
+    floor_min     double precision not null,
+    avgdl_ref     double precision not null,
+    k1_ref        double precision not null,
+    b_ref         double precision not null,
+    chunks_ref    bigint not null,
+    deleted_ref   bigint not null,
+    primary key (collection_id, lexeme)
+);
+create unlogged table sift.list_build_entries (
+    collection_id bigint not null,
+    lexeme        text not null,
+    chunk_id      bigint not null,
+    tf            real not null,
+    dl            integer not null
+);

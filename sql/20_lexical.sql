@@ -150,6 +150,7 @@ comment on function sift._bm25_scores(bigint[], text[], double precision[], doub
 create or replace function sift._int_setting(name text, fallback bigint)
 returns bigint
 language plpgsql stable security invoker
+set search_path from current
 as $$
 declare
     raw text := pg_catalog.current_setting(name, true);

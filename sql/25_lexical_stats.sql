@@ -85,32 +85,35 @@ as $$
 declare
     written integer;
 begin
-    -- Replaces the lists planned in pg_temp.pgsift_list_plan with the entries
-    -- gathered in pg_temp.pgsift_list_entries: per term, the best `size`
+    -- Replaces the lists planned in sift.list_build_plan with the entries
+    -- gathered in sift.list_build_entries: per term, the best `size`
     -- entries above floor_min, in blocks of 100 in impact order; the floor is
     -- the larger of floor_min and the first impact left out, so every chunk
     -- outside a list scores at most its floor (at the list's reference).
     delete from sift.term_lists l
-    using pg_temp.pgsift_list_plan p
-    where l.collection_id = _write_lists.collection_id and l.lexeme = p.lexeme;
+    using sift.list_build_plan p
+    where l.collection_id = _write_lists.collection_id
+      and p.collection_id = _write_lists.collection_id and l.lexeme = p.lexeme;
     with ranked as materialized (
         select e.lexeme, e.chunk_id, e.tf, e.dl, i.impact,
                row_number() over (partition by e.lexeme order by i.impact desc, e.chunk_id) as rn
-        from pg_temp.pgsift_list_entries e
-        join pg_temp.pgsift_list_plan p on p.lexeme = e.lexeme
+        from sift.list_build_entries e
+        join sift.list_build_plan p on p.collection_id = e.collection_id and p.lexeme = e.lexeme
         cross join lateral (select sift._bm25_impact(e.tf, e.dl, p.avgdl_ref, p.k1_ref, p.b_ref)
                             as impact) i
-        where i.impact > p.floor_min
+        where e.collection_id = _write_lists.collection_id and i.impact > p.floor_min
     ), floors as (
         select p.lexeme, greatest(p.floor_min, coalesce(r.impact, 0)) as floor_impact
-        from pg_temp.pgsift_list_plan p
+        from sift.list_build_plan p
         left join ranked r on r.lexeme = p.lexeme and r.rn = p.size + 1
+        where p.collection_id = _write_lists.collection_id
     ), lists as (
         insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref,
                                      chunks_ref, deleted_ref)
         select collection_id, p.lexeme, f.floor_impact, p.avgdl_ref, p.k1_ref, p.b_ref,
                p.chunks_ref, p.deleted_ref
-        from pg_temp.pgsift_list_plan p join floors f on f.lexeme = p.lexeme
+        from sift.list_build_plan p join floors f on f.lexeme = p.lexeme
+        where p.collection_id = _write_lists.collection_id
         returning 1
     )
     insert into sift.term_blocks (collection_id, lexeme, block_no, max_impact, chunk_ids, tfs, dls)
@@ -119,11 +122,12 @@ begin
            array_agg(r.dl order by r.rn)
     from ranked r
     join floors f on f.lexeme = r.lexeme
-    join pg_temp.pgsift_list_plan p on p.lexeme = r.lexeme
+    join sift.list_build_plan p on p.collection_id = _write_lists.collection_id and p.lexeme = r.lexeme
     where r.rn <= p.size and r.impact > f.floor_impact
     group by r.lexeme, (r.rn - 1) / 100;
-    select count(*) into written from pg_temp.pgsift_list_plan;
-    truncate pg_temp.pgsift_list_plan, pg_temp.pgsift_list_entries;
+    delete from sift.list_build_entries e where e.collection_id = _write_lists.collection_id;
+    delete from sift.list_build_plan p where p.collection_id = _write_lists.collection_id;
+    get diagnostics written = row_count;
     return written;
 end;
 $$;
@@ -150,16 +154,18 @@ begin
     -- 1.3 x its list size an impact cutoff expected to keep that many, so
     -- the pass keeps only those (the cutoff becomes the list's floor_min).
     select sum(t.df) into total_df
-    from pg_temp.pgsift_list_plan p
-    join sift.term_df t on t.collection_id = _gather_list_entries.collection_id and t.lexeme = p.lexeme;
+    from sift.list_build_plan p
+    join sift.term_df t on t.collection_id = p.collection_id and t.lexeme = p.lexeme
+    where p.collection_id = _gather_list_entries.collection_id;
     if coalesce(total_df, 0) <= 20 * n_chunks then
-        insert into pg_temp.pgsift_list_entries (lexeme, chunk_id, tf, dl)
-        select p.lexeme, c.chunk_id,
+        insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
+        select p.collection_id, p.lexeme, c.chunk_id,
                pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, sift._tsquery_or(array[p.lexeme])),
                c.lexical_length
-        from pg_temp.pgsift_list_plan p
-        join sift.chunks c on c.collection_id = _gather_list_entries.collection_id
-                          and c.search_vector @@ sift._tsquery_or(array[p.lexeme]);
+        from sift.list_build_plan p
+        join sift.chunks c on c.collection_id = p.collection_id
+                          and c.search_vector @@ sift._tsquery_or(array[p.lexeme])
+        where p.collection_id = _gather_list_entries.collection_id;
         return;
     end if;
     with sample as (
@@ -168,7 +174,7 @@ begin
                                  p.avgdl_ref, p.k1_ref, p.b_ref) as impact
         from sift.chunks c
         cross join lateral pg_catalog.unnest(c.search_vector) u
-        join pg_temp.pgsift_list_plan p on p.lexeme = u.lexeme
+        join sift.list_build_plan p on p.collection_id = c.collection_id and p.lexeme = u.lexeme
         where c.collection_id = _gather_list_entries.collection_id and pg_catalog.random() < rate
     ), ranked as (
         select s.lexeme, s.impact,
@@ -176,21 +182,23 @@ begin
                count(*) over (partition by s.lexeme) as sampled
         from sample s
     )
-    update pg_temp.pgsift_list_plan p
+    update sift.list_build_plan p
     set floor_min = r.impact
     from ranked r, sift.term_df t
-    where r.lexeme = p.lexeme
+    where p.collection_id = _gather_list_entries.collection_id and r.lexeme = p.lexeme
       and t.collection_id = _gather_list_entries.collection_id and t.lexeme = p.lexeme
       and t.df > 1.3 * p.size
       and r.j = ceil(1.3 * p.size * r.sampled / t.df);
-    insert into pg_temp.pgsift_list_entries (lexeme, chunk_id, tf, dl)
-    select u.lexeme, c.chunk_id, pg_catalog.array_length(u.positions, 1), c.lexical_length
+    insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
+    select c.collection_id, u.lexeme, c.chunk_id, pg_catalog.array_length(u.positions, 1),
+           c.lexical_length
     from sift.chunks c
     cross join lateral pg_catalog.unnest(c.search_vector) u
-    join pg_temp.pgsift_list_plan p on p.lexeme = u.lexeme
+    join sift.list_build_plan p on p.collection_id = c.collection_id and p.lexeme = u.lexeme
     where c.collection_id = _gather_list_entries.collection_id
       and sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
                             p.avgdl_ref, p.k1_ref, p.b_ref) > p.floor_min;
+    analyze sift.list_build_entries;   -- millions of rows the planner has not seen
 end;
 $$;
 comment on function sift._gather_list_entries(bigint, double precision) is
@@ -269,18 +277,11 @@ begin
                       where t.collection_id = col.collection_id and t.lexeme = l.lexeme
                         and t.df >= min_df);
 
-    create temp table if not exists pgsift_list_plan (
-        lexeme text primary key, size integer, floor_min double precision, avgdl_ref double precision,
-        k1_ref double precision, b_ref double precision, chunks_ref bigint, deleted_ref bigint)
-        on commit drop;
-    create temp table if not exists pgsift_list_entries (
-        lexeme text, chunk_id bigint, tf real, dl integer) on commit drop;
-
     -- Lists for terms that became common, and rebuilt where the collection's
     -- k1 or b changed, avgdl drifted or deletions left more than max_drift of
     -- the list's chunks dead since it was built.
-    insert into pg_temp.pgsift_list_plan
-    select t.lexeme, greatest(list_size, ceil(t.df * list_fraction))::integer, 0, avgdl,
+    insert into sift.list_build_plan
+    select col.collection_id, t.lexeme, greatest(list_size, ceil(t.df * list_fraction))::integer, 0, avgdl,
            col.bm25_k1, col.bm25_b, n_chunks, deleted
     from sift.term_df t
     left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
@@ -294,23 +295,25 @@ begin
 
     -- Deltas a block long or more are merged into their lists' blocks (same
     -- reference, so no chunk is read; the floor only rises).
-    insert into pg_temp.pgsift_list_plan
-    select l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
+    insert into sift.list_build_plan
+    select col.collection_id, l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
            l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
     from sift.term_lists l
     left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
     where l.collection_id = col.collection_id
       and (select count(*) from sift.term_postings p
            where p.collection_id = l.collection_id and p.lexeme = l.lexeme) >= 100;
-    insert into pg_temp.pgsift_list_entries (lexeme, chunk_id, tf, dl)
-    select b.lexeme, u.chunk_id, u.tf, u.dl
-    from pg_temp.pgsift_list_plan p
-    join sift.term_blocks b on b.collection_id = col.collection_id and b.lexeme = p.lexeme
+    insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
+    select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
+    from sift.list_build_plan p
+    join sift.term_blocks b on b.collection_id = p.collection_id and b.lexeme = p.lexeme
     cross join lateral unnest(b.chunk_ids, b.tfs, b.dls) as u(chunk_id, tf, dl)
+    where p.collection_id = col.collection_id
     union all
-    select d.lexeme, d.chunk_id, d.tf, d.dl
-    from pg_temp.pgsift_list_plan p
-    join sift.term_postings d on d.collection_id = col.collection_id and d.lexeme = p.lexeme;
+    select col.collection_id, d.lexeme, d.chunk_id, d.tf, d.dl
+    from sift.list_build_plan p
+    join sift.term_postings d on d.collection_id = p.collection_id and d.lexeme = p.lexeme
+    where p.collection_id = col.collection_id;
     built := built + sift._write_lists(col.collection_id);
     return query select folded, built;
 end;
