@@ -98,6 +98,50 @@ def test_upsert_returns_ids_in_order_and_reports_progress(client):
     assert [d.source_uri for d in seen] == ["a", "b"]
 
 
+def bad_dims(uri: str) -> Document:
+    return Document(source_uri=uri, chunks=[Chunk(content="wrong size", embedding=[1.0, 0.0, 0.0])])
+
+
+def uris(db) -> list[str]:
+    return [r[0] for r in db.execute("select source_uri from sift.documents order by source_uri")]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 50])
+def test_a_failing_document_keeps_its_old_version_and_the_ones_before_it(db, client, batch):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [doc("d2", ["old text"], title="old")])
+    docs = [doc("d0", ["zero"]), doc("d1", ["one"]), bad_dims("d2"), doc("d3", ["three"])]
+    with pytest.raises(pgsift.DimensionMismatch, match="d2|chunk"):
+        client.upsert_documents("c", docs, batch_documents=batch)
+    assert uris(db) == ["d0", "d1", "d2"]
+    assert [r[2] for r in chunks_of(db, "d2")] == ["old text"]
+    assert db.execute("select title from sift.documents where source_uri = 'd2'").fetchone()[0] == "old"
+    # statistics stayed exact through the rolled-back batch
+    assert db.execute("select sum(chunks) from sift.collection_lexical_stats").fetchone()[0] == 3
+
+
+def test_an_invalid_document_in_a_batch_writes_the_ones_before_it(db, client):
+    client.create_collection("c", embedding_dims=DIMS)
+    docs = [doc("d0", ["zero"]), Document(source_uri="empty", chunks=[]), doc("d2", ["two"])]
+    with pytest.raises(pgsift.InvalidArgument, match="no chunks"):
+        client.upsert_documents("c", docs, batch_documents=10)
+    assert uris(db) == ["d0"]
+    with pytest.raises(pgsift.InvalidArgument, match="batch_documents"):
+        client.upsert_documents("c", docs, batch_documents=0)
+
+
+async def test_async_batches_match_the_sync_ones(db, aclient):
+    await aclient.acreate_collection("c", embedding_dims=DIMS)
+    ids = await aclient.aupsert_documents("c", [doc(f"d{i}", [f"text {i}"]) for i in range(7)],
+                                          batch_documents=3, refresh_every=2)
+    assert len(ids) == 7 and ids == sorted(ids)
+    with pytest.raises(pgsift.DimensionMismatch):
+        await aclient.aupsert_documents("c", [doc("e0", ["x"]), bad_dims("e1"), doc("e2", ["y"])],
+                                        batch_documents=5)
+    assert uris(db) == ["d0", "d1", "d2", "d3", "d4", "d5", "d6", "e0"]
+    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 0
+
+
 def test_delete_document(db, client):
     client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", [doc("a", ["one", "two"]), doc("b", ["three"])])

@@ -43,6 +43,7 @@ class Embedder(Protocol):
 
 # Documents between two refreshes of the BM25 statistics during a long ingest.
 REFRESH_EVERY = 500
+BATCH_DOCUMENTS = 50
 
 _KNOBS = ("hybrid", "dense_weight", "rrf_k", "fetch_k", "exact_search_limit",
           "lexical_scorer", "bm25_k1", "bm25_b")
@@ -61,6 +62,25 @@ def _collection_args(collection: str | Sequence[str]) -> tuple[str | None, list[
     if isinstance(collection, Sequence) and all(isinstance(n, str) for n in collection):
         return None, list(collection)
     raise InvalidArgument("collection must be a name or a list of names")
+
+
+def _batches(col: Collection, documents: Iterable[Document], size: int):
+    """Documents checked and converted for writing, `size` at a time. A document that
+    fails the checks first yields the valid ones before it, then raises."""
+    batch: list[tuple[Document, dict, list[tuple]]] = []
+    for doc in documents:
+        try:
+            params, rows = Client._document_params(col, doc)
+        except InvalidArgument:
+            if batch:
+                yield batch
+            raise
+        batch.append((doc, params, rows))
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _boosts(boosts: Any, names: list[str]) -> list[float | None] | None:
@@ -314,72 +334,98 @@ class Client:
 
     def upsert_documents(self, collection: str, documents: Iterable[Document],
                          progress: Callable[[Document], None] | None = None,
-                         refresh_every: int = REFRESH_EVERY) -> list[int]:
-        """Write documents, each in its own transaction: the document row, then its
-        chunks by COPY, replacing any chunks it had. A failing document leaves its
-        previous version intact; the ones before it stay written. Lexical statistics
-        are refreshed every `refresh_every` documents and at the end."""
+                         refresh_every: int = REFRESH_EVERY,
+                         batch_documents: int = BATCH_DOCUMENTS) -> list[int]:
+        """Write documents: the document rows, then their chunks by one COPY, replacing
+        any chunks they had, `batch_documents` documents to a transaction (one statistics
+        row and one statement's list upkeep per batch, instead of per document). A
+        failing document leaves its previous version intact and the ones before it
+        written: a batch that fails is rolled back and written again one document per
+        transaction, so the error names the document. Lexical statistics are refreshed
+        every `refresh_every` documents and at the end."""
+        if batch_documents < 1 or refresh_every < 1:
+            raise InvalidArgument("batch_documents and refresh_every must be at least 1")
         col = self.get_collection(collection)
-        ids = []
+        ids: list[int] = []
         try:
-            self._upsert(col, documents, progress, refresh_every, ids)
+            with self._conn() as conn:
+                for batch in _batches(col, documents, batch_documents):
+                    written = len(ids)
+                    try:
+                        ids += self._write_batch(conn, batch)
+                    except psycopg.Error:
+                        if len(batch) == 1:
+                            raise
+                        for one in batch:
+                            ids += self._write_batch(conn, [one])
+                    for doc, _, _ in batch:
+                        if progress:
+                            progress(doc)
+                    if written // refresh_every != len(ids) // refresh_every:
+                        self.refresh_lexical_stats(collection)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
         finally:
             if ids:
                 self.refresh_lexical_stats(collection)
         return ids
 
-    def _upsert(self, col: Collection, documents: Iterable[Document], progress, refresh_every: int,
-                ids: list[int]) -> None:
-        with self._conn() as conn:
-            for doc in documents:
-                params, rows = self._document_params(col, doc)
-                try:
-                    with conn.transaction():
-                        doc_id = conn.execute(queries.UPSERT_DOCUMENT, params).fetchone()[0]
-                        conn.execute(queries.DELETE_CHUNKS_OF_DOCUMENT, {"document_id": doc_id})
-                        with conn.cursor().copy(queries.COPY_CHUNKS) as copy:
-                            for row in rows:
-                                copy.write_row((doc_id, *row))
-                except psycopg.Error as exc:
-                    raise translate(exc) from exc
-                ids.append(doc_id)
-                if progress:
-                    progress(doc)
-                if len(ids) % refresh_every == 0:
-                    self.refresh_lexical_stats(col.name)
+    @staticmethod
+    def _write_batch(conn: psycopg.Connection, batch: list[tuple[Document, dict, list[tuple]]]) -> list[int]:
+        with conn.transaction():
+            doc_ids = [conn.execute(queries.UPSERT_DOCUMENT, params).fetchone()[0] for _, params, _ in batch]
+            conn.execute(queries.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids})
+            with conn.cursor().copy(queries.COPY_CHUNKS) as copy:
+                for doc_id, (_, _, rows) in zip(doc_ids, batch):
+                    for row in rows:
+                        copy.write_row((doc_id, *row))
+        return doc_ids
 
     async def aupsert_documents(self, collection: str, documents: Iterable[Document],
                                 progress: Callable[[Document], None] | None = None,
-                                refresh_every: int = REFRESH_EVERY) -> list[int]:
+                                refresh_every: int = REFRESH_EVERY,
+                                batch_documents: int = BATCH_DOCUMENTS) -> list[int]:
+        if batch_documents < 1 or refresh_every < 1:
+            raise InvalidArgument("batch_documents and refresh_every must be at least 1")
         col = await self.aget_collection(collection)
-        ids = []
+        ids: list[int] = []
         try:
-            await self._aupsert(col, documents, progress, refresh_every, ids)
+            async with self._aconn() as conn:
+                for batch in _batches(col, documents, batch_documents):
+                    written = len(ids)
+                    try:
+                        ids += await self._awrite_batch(conn, batch)
+                    except psycopg.Error:
+                        if len(batch) == 1:
+                            raise
+                        for one in batch:
+                            ids += await self._awrite_batch(conn, [one])
+                    for doc, _, _ in batch:
+                        if progress:
+                            progress(doc)
+                    if written // refresh_every != len(ids) // refresh_every:
+                        await self.arefresh_lexical_stats(collection)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
         finally:
             if ids:
                 await self.arefresh_lexical_stats(collection)
         return ids
 
-    async def _aupsert(self, col: Collection, documents: Iterable[Document], progress,
-                       refresh_every: int, ids: list[int]) -> None:
-        async with self._aconn() as conn:
-            for doc in documents:
-                params, rows = self._document_params(col, doc)
-                try:
-                    async with conn.transaction():
-                        cur = await conn.execute(queries.UPSERT_DOCUMENT, params)
-                        doc_id = (await cur.fetchone())[0]
-                        await conn.execute(queries.DELETE_CHUNKS_OF_DOCUMENT, {"document_id": doc_id})
-                        async with conn.cursor().copy(queries.COPY_CHUNKS) as copy:
-                            for row in rows:
-                                await copy.write_row((doc_id, *row))
-                except psycopg.Error as exc:
-                    raise translate(exc) from exc
-                ids.append(doc_id)
-                if progress:
-                    progress(doc)
-                if len(ids) % refresh_every == 0:
-                    await self.arefresh_lexical_stats(col.name)
+    @staticmethod
+    async def _awrite_batch(conn: psycopg.AsyncConnection,
+                            batch: list[tuple[Document, dict, list[tuple]]]) -> list[int]:
+        async with conn.transaction():
+            doc_ids = []
+            for _, params, _ in batch:
+                cur = await conn.execute(queries.UPSERT_DOCUMENT, params)
+                doc_ids.append((await cur.fetchone())[0])
+            await conn.execute(queries.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids})
+            async with conn.cursor().copy(queries.COPY_CHUNKS) as copy:
+                for doc_id, (_, _, rows) in zip(doc_ids, batch):
+                    for row in rows:
+                        await copy.write_row((doc_id, *row))
+        return doc_ids
 
     def delete_document(self, collection: str, source_uri: str) -> bool:
         """Delete a document and its chunks; False if there was none."""

@@ -140,7 +140,7 @@ on conflict (collection_id, source_uri) do update set
 returning d.document_id
 """
 
-DELETE_CHUNKS_OF_DOCUMENT = "delete from sift.chunks where document_id = %(document_id)s::bigint"
+DELETE_CHUNKS_OF_DOCUMENTS = "delete from sift.chunks where document_id = any(%(document_ids)s::bigint[])"
 
 COPY_CHUNKS = (
     "copy sift.chunks (document_id, ordinal, content, context, token_count, embedding) from stdin"
