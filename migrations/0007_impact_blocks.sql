@@ -46,8 +46,10 @@ update sift.term_lists l
 set chunks_ref = coalesce((select sum(s.chunks) from sift.collection_lexical_stats s
                            where s.collection_id = l.collection_id), 0);
 
--- The delta is read whole per term; its impact index gives way to a plain one.
+-- The delta is read whole per term; its impact index gives way to a plain
+-- one. Deleted chunks stay in deltas as in blocks, so no index by chunk.
 drop index sift.term_postings_impact_idx;
+drop index sift.term_postings_chunk_idx;
 create index term_postings_term_idx on sift.term_postings (collection_id, lexeme);
 
 -- Lists are now built by sift._gather_list_entries and sift._write_lists.

@@ -21,12 +21,12 @@ begin
               where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
               group by 1, 2) x
         group by 1;
-        -- Deleted chunks leave the lists' deltas; in blocks they stay until the
-        -- list is rebuilt (the leg scores candidates against sift.chunks, so
-        -- they never come back). A re-analysed chunk keeps its id, so a block
-        -- entry would carry a stale tf: its terms' lists go, and refresh
-        -- rebuilds them (chunk updates are rare: upserts replace chunks).
-        delete from sift.term_postings p using old_chunks o where p.chunk_id = o.chunk_id;
+        -- Deleted chunks stay in their lists (blocks and deltas) until the list
+        -- is rebuilt: the leg scores candidates against sift.chunks, so they
+        -- never come back, and writers keep no index by chunk. A re-analysed
+        -- chunk keeps its id, so a list entry would carry a stale tf: its
+        -- terms' lists go, and refresh rebuilds them (chunk updates are rare:
+        -- upserts replace chunks).
         if tg_op = 'UPDATE' then
             delete from sift.term_lists l
             using (select distinct o.collection_id, u.lexeme
