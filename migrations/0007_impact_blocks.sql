@@ -7,13 +7,14 @@
 -- Now a list is at most list_size chunks (2,000 by default) stored as
 -- blocks of 100 postings in impact order: one row holds a block's chunk ids,
 -- term frequencies and lengths as arrays, and the best impact in it, so
--- reading a list to a depth is a few row fetches. sift.term_postings keeps
--- its shape and becomes the list's delta: chunks written since the list was
--- built that beat its floor. sift.refresh_lexical_stats merges a delta into
--- blocks once it is a block long. Deleted chunks stay in blocks until the
--- list is rebuilt (the leg scores candidates against sift.chunks, so they
--- never come back); deletions are counted so refresh can rebuild lists that
--- have gone stale.
+-- reading a list to a depth is a few row fetches. sift.term_deltas replaces
+-- sift.term_postings as the list's delta: chunks written since the list was
+-- built that beat its floor, one row per writing statement and term (arrays
+-- again, so a batch of chunks adds a row per term, not per chunk and term).
+-- sift.refresh_lexical_stats merges a delta into blocks once it holds a
+-- block's worth. Deleted chunks stay in lists until they are rebuilt (the
+-- leg scores candidates against sift.chunks, so they never come back);
+-- deletions are counted so refresh can rebuild lists that have gone stale.
 
 create table sift.term_blocks (
     collection_id bigint not null,
@@ -33,6 +34,16 @@ alter table sift.term_lists
 alter table sift.collection_lexical_stats
     add column deleted bigint not null default 0;
 
+create table sift.term_deltas (
+    collection_id bigint not null,
+    lexeme        text not null,
+    chunk_ids     bigint[] not null,
+    tfs           real[] not null,
+    dls           integer[] not null,
+    foreign key (collection_id, lexeme) references sift.term_lists on delete cascade
+);
+create index term_deltas_term_idx on sift.term_deltas (collection_id, lexeme);
+
 -- Existing lists move into blocks (their postings were exactly the lists).
 insert into sift.term_blocks (collection_id, lexeme, block_no, max_impact, chunk_ids, tfs, dls)
 select p.collection_id, p.lexeme, (p.rn - 1) / 100, max(p.impact),
@@ -41,16 +52,10 @@ from (select t.*, row_number() over (partition by t.collection_id, t.lexeme
                                      order by t.impact desc, t.chunk_id) as rn
       from sift.term_postings t) p
 group by p.collection_id, p.lexeme, (p.rn - 1) / 100;
-truncate sift.term_postings;
+drop table sift.term_postings;
 update sift.term_lists l
 set chunks_ref = coalesce((select sum(s.chunks) from sift.collection_lexical_stats s
                            where s.collection_id = l.collection_id), 0);
-
--- The delta is read whole per term; its impact index gives way to a plain
--- one. Deleted chunks stay in deltas as in blocks, so no index by chunk.
-drop index sift.term_postings_impact_idx;
-drop index sift.term_postings_chunk_idx;
-create index term_postings_term_idx on sift.term_postings (collection_id, lexeme);
 
 -- Lists are now built by sift._gather_list_entries and sift._write_lists.
 drop function if exists sift._build_term_list(bigint, text, integer, double precision,

@@ -298,10 +298,10 @@ begin
                   where tb.collection_id = col.collection_id and tb.block_no < depth
                     and tb.lexeme = any (array(select terms.l from terms))) x
             union all
-            select p.lexeme, p.chunk_id, p.tf, p.dl
-            from sift.term_postings p
-            where p.collection_id = col.collection_id
-              and p.lexeme = any (array(select terms.l from terms))
+            select d.lexeme, unnest(d.chunk_ids), unnest(d.tfs), unnest(d.dls)
+            from sift.term_deltas d
+            where d.collection_id = col.collection_id
+              and d.lexeme = any (array(select terms.l from terms))
         ), term_bound as (
             -- Unread chunks of a list score at most its next block's best
             -- impact (the floor past the end), times the avgdl drift since

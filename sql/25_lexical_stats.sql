@@ -43,8 +43,9 @@ begin
               from new_chunks n, pg_catalog.unnest(n.search_vector) u group by 1, 2) x
         group by 1;
         -- A new chunk joins a common term's list when it beats the list's floor.
-        insert into sift.term_postings (collection_id, lexeme, chunk_id, impact, tf, dl)
-        select x.collection_id, x.lexeme, x.chunk_id, x.impact, x.tf, x.dl
+        insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls)
+        select x.collection_id, x.lexeme, array_agg(x.chunk_id order by x.chunk_id),
+               array_agg(x.tf order by x.chunk_id), array_agg(x.dl order by x.chunk_id)
         from (select l.collection_id, l.lexeme, n.chunk_id, l.floor_impact,
                      pg_catalog.array_length(u.positions, 1) as tf, n.lexical_length as dl,
                      sift._bm25_impact(pg_catalog.array_length(u.positions, 1), n.lexical_length,
@@ -52,7 +53,8 @@ begin
               from new_chunks n
               cross join pg_catalog.unnest(n.search_vector) u
               join sift.term_lists l on l.collection_id = n.collection_id and l.lexeme = u.lexeme) x
-        where x.impact > x.floor_impact;
+        where x.impact > x.floor_impact
+        group by x.collection_id, x.lexeme;
     end if;
     return null;
 end;
@@ -301,8 +303,8 @@ begin
     from sift.term_lists l
     left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
     where l.collection_id = col.collection_id
-      and (select count(*) from sift.term_postings p
-           where p.collection_id = l.collection_id and p.lexeme = l.lexeme) >= 100;
+      and (select sum(cardinality(d.chunk_ids)) from sift.term_deltas d
+           where d.collection_id = l.collection_id and d.lexeme = l.lexeme) >= 100;
     insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
     select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
     from sift.list_build_plan p
@@ -310,9 +312,10 @@ begin
     cross join lateral unnest(b.chunk_ids, b.tfs, b.dls) as u(chunk_id, tf, dl)
     where p.collection_id = col.collection_id
     union all
-    select col.collection_id, d.lexeme, d.chunk_id, d.tf, d.dl
+    select col.collection_id, d.lexeme, u.chunk_id, u.tf, u.dl
     from sift.list_build_plan p
-    join sift.term_postings d on d.collection_id = p.collection_id and d.lexeme = p.lexeme
+    join sift.term_deltas d on d.collection_id = p.collection_id and d.lexeme = p.lexeme
+    cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
     where p.collection_id = col.collection_id;
     built := built + sift._write_lists(col.collection_id);
     return query select folded, built;

@@ -156,7 +156,7 @@ def finish(conn: psycopg.Connection) -> dict:
     conn.execute("set maintenance_work_mem = '4GB'")
     conn.execute("select sift._ensure_dense_index(%s, 'cosine')", [DIMS])
     index_s = time.perf_counter() - t0
-    conn.execute("vacuum analyze sift.chunks, sift.term_blocks, sift.term_postings, sift.term_lists")
+    conn.execute("vacuum analyze sift.chunks, sift.term_blocks, sift.term_deltas, sift.term_lists")
     conn.execute("reset work_mem")
     return {"refresh_s": round(refresh_s, 1), "hnsw_build_s": round(index_s, 1)}
 
@@ -233,7 +233,7 @@ def run_scale(conn: psycopg.Connection, chunks: int, *, queries: int = 100, seed
         select 'bm25 (stats + lists)', sum(pg_total_relation_size(c.oid))
         from pg_class c where c.oid in ('sift.term_df'::regclass, 'sift.term_df_pending'::regclass,
                                         'sift.collection_lexical_stats'::regclass, 'sift.term_lists'::regclass,
-                                        'sift.term_blocks'::regclass, 'sift.term_postings'::regclass)
+                                        'sift.term_blocks'::regclass, 'sift.term_deltas'::regclass)
         union all
         select 'tsvector column + GIN', (select sum(pg_column_size(search_vector)) from sift.chunks)
             + pg_relation_size('sift.chunks_search_vector_idx')""").fetchall())
