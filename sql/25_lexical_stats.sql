@@ -165,9 +165,10 @@ begin
                pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, sift._tsquery_or(array[p.lexeme])),
                c.lexical_length
         from sift.list_build_plan p
-        join sift.chunks c on c.collection_id = p.collection_id
-                          and c.search_vector @@ sift._tsquery_or(array[p.lexeme])
-        where p.collection_id = _gather_list_entries.collection_id;
+        cross join lateral (select c.* from sift.chunks c
+                            where c.search_vector @@ sift._tsquery_or(array[p.lexeme]) offset 0) c
+        where p.collection_id = _gather_list_entries.collection_id
+          and c.collection_id = p.collection_id;
         return;
     end if;
     with sample as (
