@@ -29,6 +29,7 @@ create table sift.term_blocks (
 );
 
 alter table sift.term_lists
+    add column entries     integer not null default 0,  -- chunks in its blocks
     add column chunks_ref  bigint not null default 0,   -- live chunks when the list was built
     add column deleted_ref bigint not null default 0;   -- deletions counted by then
 alter table sift.collection_lexical_stats
@@ -55,7 +56,9 @@ group by p.collection_id, p.lexeme, (p.rn - 1) / 100;
 drop table sift.term_postings;
 update sift.term_lists l
 set chunks_ref = coalesce((select sum(s.chunks) from sift.collection_lexical_stats s
-                           where s.collection_id = l.collection_id), 0);
+                           where s.collection_id = l.collection_id), 0),
+    entries = coalesce((select sum(cardinality(b.chunk_ids)) from sift.term_blocks b
+                        where b.collection_id = l.collection_id and b.lexeme = l.lexeme), 0);
 
 -- Lists are now built by sift._gather_list_entries and sift._write_lists.
 drop function if exists sift._build_term_list(bigint, text, integer, double precision,

@@ -96,18 +96,23 @@ begin
     using sift.list_build_plan p
     where l.collection_id = _write_lists.collection_id
       and p.collection_id = _write_lists.collection_id and l.lexeme = p.lexeme;
+    -- Row counts for the planner: with none it nests loops over these
+    -- (thousands of terms by millions of entries on a first refresh).
+    analyze sift.list_build_plan, sift.list_build_entries;
     with ranked as materialized (
-        select e.lexeme, e.chunk_id, e.tf, e.dl, i.impact,
+        select e.lexeme, e.chunk_id, e.tf, e.dl, i.impact, p.size,
                row_number() over (partition by e.lexeme order by i.impact desc, e.chunk_id) as rn
         from sift.list_build_entries e
         join sift.list_build_plan p on p.collection_id = e.collection_id and p.lexeme = e.lexeme
         cross join lateral (select sift._bm25_impact(e.tf, e.dl, p.avgdl_ref, p.k1_ref, p.b_ref)
                             as impact) i
         where e.collection_id = _write_lists.collection_id and i.impact > p.floor_min
-    ), floors as (
-        select p.lexeme, greatest(p.floor_min, coalesce(r.impact, 0)) as floor_impact
+    ), cuts as (
+        select r.lexeme, r.impact from ranked r where r.rn = r.size + 1
+    ), floors as materialized (
+        select p.lexeme, greatest(p.floor_min, coalesce(c.impact, 0)) as floor_impact
         from sift.list_build_plan p
-        left join ranked r on r.lexeme = p.lexeme and r.rn = p.size + 1
+        left join cuts c on c.lexeme = p.lexeme
         where p.collection_id = _write_lists.collection_id
     ), lists as (
         insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref,
@@ -124,9 +129,16 @@ begin
            array_agg(r.dl order by r.rn)
     from ranked r
     join floors f on f.lexeme = r.lexeme
-    join sift.list_build_plan p on p.collection_id = _write_lists.collection_id and p.lexeme = r.lexeme
-    where r.rn <= p.size and r.impact > f.floor_impact
+    where r.rn <= r.size and r.impact > f.floor_impact
     group by r.lexeme, (r.rn - 1) / 100;
+    update sift.term_lists l
+    set entries = x.n
+    from (select b.lexeme, sum(cardinality(b.chunk_ids)) as n
+          from sift.term_blocks b
+          join sift.list_build_plan p on p.collection_id = b.collection_id and p.lexeme = b.lexeme
+          where b.collection_id = _write_lists.collection_id
+          group by b.lexeme) x
+    where l.collection_id = _write_lists.collection_id and l.lexeme = x.lexeme;
     delete from sift.list_build_entries e where e.collection_id = _write_lists.collection_id;
     delete from sift.list_build_plan p where p.collection_id = _write_lists.collection_id;
     get diagnostics written = row_count;
@@ -171,6 +183,7 @@ begin
           and c.collection_id = p.collection_id;
         return;
     end if;
+    analyze sift.list_build_plan;   -- so the joins below hash rather than loop
     with sample as (
         select u.lexeme,
                sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
@@ -201,7 +214,6 @@ begin
     where c.collection_id = _gather_list_entries.collection_id
       and sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
                             p.avgdl_ref, p.k1_ref, p.b_ref) > p.floor_min;
-    analyze sift.list_build_entries;   -- millions of rows the planner has not seen
 end;
 $$;
 comment on function sift._gather_list_entries(bigint, double precision) is
@@ -220,6 +232,10 @@ create or replace function sift.refresh_lexical_stats(
 returns table (pending_folded bigint, lists_built integer)
 language plpgsql volatile security invoker
 set search_path from current
+-- Batch work over whole term sets: a nested loop is never the right join
+-- here, and a collection younger than its table's statistics looks empty to
+-- the planner, which then nests loops over thousands of terms.
+set enable_nestloop = off
 as $$
 #variable_conflict use_column
 declare
@@ -296,8 +312,10 @@ begin
     perform sift._gather_list_entries(col.collection_id, n_chunks);
     built := sift._write_lists(col.collection_id);
 
-    -- Deltas a block long or more are merged into their lists' blocks (same
-    -- reference, so no chunk is read; the floor only rises).
+    -- Deltas of a block or a quarter of their list, whichever is more, are
+    -- merged into their lists' blocks (same reference, so no chunk is read;
+    -- the floor only rises). A merge rewrites the list, so waiting for a
+    -- quarter of it keeps that to a few entries rewritten per entry added.
     insert into sift.list_build_plan
     select col.collection_id, l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
            l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
@@ -305,7 +323,8 @@ begin
     left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
     where l.collection_id = col.collection_id
       and (select sum(cardinality(d.chunk_ids)) from sift.term_deltas d
-           where d.collection_id = l.collection_id and d.lexeme = l.lexeme) >= 100;
+           where d.collection_id = l.collection_id and d.lexeme = l.lexeme)
+          >= greatest(100, l.entries / 4);
     insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
     select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
     from sift.list_build_plan p
@@ -328,5 +347,6 @@ comment on function sift.refresh_lexical_stats(text, text, integer, integer, dou
     'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
     'least min_df chunks; rebuilds lists whose k1, b or reference avgdl no longer hold or that '
     'deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
-    'list deltas of 100 chunks or more. Cheap when little changed; the Python client runs it '
-    'after every upsert_documents and delete_document. Writes; returns lists built or merged.';
+    'list deltas of max(100, a quarter of the list) chunks or more. Cheap when little changed; '
+    'the Python client runs it after every upsert_documents and delete_document. Writes; '
+    'returns lists built or merged.';
