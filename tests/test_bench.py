@@ -131,7 +131,7 @@ def test_run_quality_on_known_case(db, client, toy: Path):
     assert result["ingest_s"] >= 0
     assert len(client.search("bench", "zymurgy", top_k=10)) == 1   # really ingested, text searchable
     modes = result["modes"]
-    assert set(modes) == {"dense", "lexical", "hybrid"}
+    assert set(modes) == {"dense", "lexical", "hybrid", "lexical_exhaustive"}
     for m in modes.values():
         assert set(m) == {"ndcg@10", "recall@100", "p50_ms", "p95_ms"}
         assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"]
@@ -142,6 +142,9 @@ def test_run_quality_on_known_case(db, client, toy: Path):
     # Lexical: q1's word is only in d3 (nDCG 1); q2's word is only in d5, not judged (0).
     assert modes["lexical"]["ndcg@10"] == pytest.approx(0.5)
     assert modes["lexical"]["recall@100"] == pytest.approx(0.5)
+    # The bounded leg is exhaustive BM25 on a corpus this small, ranking for ranking.
+    assert modes["lexical_exhaustive"]["ndcg@10"] == modes["lexical"]["ndcg@10"]
+    assert result["lexical_identical_to_exhaustive"] == {"top_10": 2, "top_100": 2}
     # Hybrid, w = 0.45, k = 5: q1 has d3 first in both legs (nDCG 1). For q2, d5 is in both
     # legs (0.45/(5 + r) + 0.55/6 > 0.0917) and beats d2, dense rank 1 only
     # (0.45/6 = 0.075): d2 lands at rank 2, nDCG = 1/log2(3).
@@ -156,8 +159,9 @@ def test_run_quality_on_known_case(db, client, toy: Path):
     table = format_table(result)
     assert "toy" in table and "6 docs" in table and "2 queries" in table
     assert "nDCG@10" in table and "recall@100" in table
-    rows = {line.split()[0]: line.split() for line in table.splitlines()[3:]}
-    assert set(rows) == {"dense", "lexical", "hybrid"}
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[3:-1]}
+    assert set(rows) == {"dense", "lexical", "hybrid", "lexical_exhaustive"}
+    assert table.splitlines()[-1].endswith("top 10 2/2, top 100 2/2")
     assert rows["dense"][1] == "1.0000" and rows["lexical"][1] == "0.5000"
 
 

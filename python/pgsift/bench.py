@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 
-from . import metrics
+from . import metrics, queries
 from .client import Client
 from .errors import CollectionNotFound, InvalidArgument
 from .models import Chunk, Document
@@ -245,19 +245,28 @@ def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = 
                                    hybrid=False, **knobs)
         elif mode == "lexical":
             result = client.search(collection, data.query_texts[i], top_k=depth, **knobs)
+        elif mode == "lexical_exhaustive":
+            # The same leg with its read budget and exhaustive limit lifted:
+            # exhaustive BM25, for what the bounded leg gives up (if anything).
+            with conn.transaction():
+                conn.execute(queries.LIFT_LEXICAL_BUDGET)
+                result = client.search(collection, data.query_texts[i], top_k=depth, **knobs)
         else:
             result = client.search(collection, data.query_texts[i], embedding=data.query_embeddings[i],
                                    top_k=depth, hybrid=True, **knobs)
         return [hit.source_uri for hit in result]
 
     modes: dict[str, dict[str, float]] = {}
-    for mode in MODES:
+    lists: dict[str, list[list[str]]] = {}
+    for mode in (*MODES, "lexical_exhaustive"):
         call(mode, query_idx[0])   # warm-up, untimed
         ndcgs, recalls, times_ms = [], [], []
+        lists[mode] = []
         for i in query_idx:
             t0 = time.perf_counter()
             ranked = call(mode, i)
             times_ms.append((time.perf_counter() - t0) * 1000.0)
+            lists[mode].append(ranked)
             judged = data.qrels[data.query_ids[i]]
             ndcgs.append(metrics.ndcg_at_k(ranked, judged, top_k))
             recalls.append(metrics.recall_at_k(ranked, judged, depth))
@@ -269,12 +278,15 @@ def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = 
         }
         log.info("%s: %s", mode, modes[mode])
 
+    same = {n: sum(a[:n] == b[:n] for a, b in zip(lists["lexical"], lists["lexical_exhaustive"]))
+            for n in (top_k, depth)}
     return {
         "dataset": data.name,
         "n_docs": int(n_docs),
         "n_queries": len(query_idx),
         "ingest_s": ingest_s,
         "modes": modes,
+        "lexical_identical_to_exhaustive": {f"top_{n}": count for n, count in same.items()},
         "settings": {
             "path": str(dataset),
             "model": data.model,
@@ -315,4 +327,8 @@ def format_table(result: dict) -> str:
 
     out = [header, line(columns), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
+    if "lexical_identical_to_exhaustive" in result:
+        same = ", ".join(f"top {n.removeprefix('top_')} {c}/{result['n_queries']}"
+                         for n, c in result["lexical_identical_to_exhaustive"].items())
+        out.append(f"lexical (bounded) ranking identical to lexical_exhaustive: {same}")
     return "\n".join(out)

@@ -18,6 +18,7 @@ import time
 import numpy as np
 import psycopg
 
+from . import queries
 from .client import Client
 from .models import Chunk, Document
 
@@ -249,8 +250,7 @@ def _exactness(conn: psycopg.Connection, texts: list[str]) -> dict:
     for text in texts:
         bounded = conn.execute(LEG, dict(c=COLLECTION, q=text)).fetchone()[0] or []
         with conn.transaction():
-            conn.execute("set local pgsift.lexical_budget = 2000000000")
-            conn.execute("set local pgsift.lexical_exact_limit = 2000000000")
+            conn.execute(queries.LIFT_LEXICAL_BUDGET)
             exact = conn.execute(LEG, dict(c=COLLECTION, q=text)).fetchone()[0] or []
         same += bounded == exact
         found += len(set(bounded) & set(exact))
