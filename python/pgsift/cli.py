@@ -242,7 +242,8 @@ def cmd_bench_scale(args) -> int:
     with _connect(args) as conn:
         migrate(conn)
         result = bench_scale.run_scale(conn, args.chunks, queries=args.queries, reuse=args.reuse,
-                                       exact_check=args.exact_check, ingest_docs=args.ingest_docs)
+                                       exact_check=args.exact_check, ingest_docs=args.ingest_docs,
+                                       baseline_queries=args.baseline_queries)
     print(json.dumps(result, indent=2) if args.json else bench_scale.format_table(result))
     return 0
 
@@ -349,6 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="queries per mix compared with exhaustive BM25")
     q.add_argument("--ingest-docs", type=int, default=50,
                    help="documents written through the client afterwards, for its throughput")
+    q.add_argument("--baseline-queries", type=int, default=10**9,
+                   help="cap on queries per mix for the ts_rank_cd leg (seconds each at 1M chunks)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_bench_scale)
     q = bench_sub.add_parser("finalize", help="latency of the finalize stage at pools of 50 and 200")
