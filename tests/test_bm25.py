@@ -38,6 +38,14 @@ def corpus(rng: np.random.Generator, n_docs: int, prefix: str = "d") -> list[Doc
             for i in range(n_docs)]
 
 
+def seeded_collection(client: Client, seed: int, docs: int):
+    """Collection "c" holding `docs` random one-chunk documents; the generator goes on."""
+    rng = np.random.default_rng(seed)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(rng, docs))
+    return rng, col
+
+
 def python_bm25(db, collection_id: int, terms: list[str], k1: float, b: float) -> dict[int, float]:
     rows = db.execute(
         "select c.chunk_id, u.lexeme, array_length(u.positions, 1) from sift.chunks c, "
@@ -123,9 +131,7 @@ def assert_oracle(client, db, col, rng, queries: int, ns=(1, 5, 20)) -> None:
 
 def test_impact_lists_give_the_exhaustive_answer(client, db):
     """Lists of 2-3 blocks force every path: deepening, lists read to the end, the floors."""
-    rng = np.random.default_rng(7)
-    col = client.create_collection("c", embedding_dims=DIMS)
-    client.upsert_documents("c", corpus(rng, 500))
+    rng, col = seeded_collection(client, seed=7, docs=500)
     assert build_lists(db, 250) > 10
     lengths = list_lengths(db)
     assert max(lengths.values()) == 250 and min(lengths.values()) < 250
@@ -134,9 +140,7 @@ def test_impact_lists_give_the_exhaustive_answer(client, db):
 
 
 def test_a_spent_budget_falls_back_to_exact_scoring_when_matches_are_few(client, db):
-    rng = np.random.default_rng(8)
-    col = client.create_collection("c", embedding_dims=DIMS)
-    client.upsert_documents("c", corpus(rng, 400))
+    rng, col = seeded_collection(client, seed=8, docs=400)
     build_lists(db, 120)
     with db.transaction():
         db.execute("set local pgsift.lexical_budget = 100")
@@ -144,9 +148,7 @@ def test_a_spent_budget_falls_back_to_exact_scoring_when_matches_are_few(client,
 
 
 def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_scored(client, db):
-    rng = np.random.default_rng(9)
-    col = client.create_collection("c", embedding_dims=DIMS)
-    client.upsert_documents("c", corpus(rng, 400))
+    rng, col = seeded_collection(client, seed=9, docs=400)
     build_lists(db, 3)   # lists of 3 chunks: far too short to prove a top 10
     same = 0
     queries = [" ".join(VOCAB[i] for i in rng.choice(6, size=3, replace=False)) for _ in range(20)]
@@ -182,9 +184,7 @@ def test_bad_budget_settings_are_refused(client, db):
 
 
 def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
-    rng = np.random.default_rng(12)
-    col = client.create_collection("c", embedding_dims=DIMS)
-    client.upsert_documents("c", corpus(rng, 300))
+    rng, col = seeded_collection(client, seed=12, docs=300)
     build_lists(db, 150)
     # new chunks beating a list's floor wait in its delta until a refresh
     write_chunks(db, rng, col.collection_id, 60, 40, "new")
@@ -250,9 +250,7 @@ def test_one_pass_build_with_sampled_cutoffs_gives_valid_lists(client, db):
 
 
 def test_lists_stay_exact_when_avgdl_moves_without_a_refresh(client, db):
-    rng = np.random.default_rng(11)
-    col = client.create_collection("c", embedding_dims=DIMS)
-    client.upsert_documents("c", corpus(rng, 100))
+    rng, col = seeded_collection(client, seed=11, docs=100)
     build_lists(db, 20)
     # Longer chunks written straight through SQL: no refresh, the lists' avgdl is stale.
     for i in range(30):
@@ -266,9 +264,7 @@ def test_lists_stay_exact_when_avgdl_moves_without_a_refresh(client, db):
 
 
 def test_per_call_k1_b_and_the_ts_rank_cd_knob(client, db):
-    rng = np.random.default_rng(5)
-    col = client.create_collection("c", embedding_dims=DIMS)
-    client.upsert_documents("c", corpus(rng, 120))
+    rng, col = seeded_collection(client, seed=5, docs=120)
     build_lists(db, 10)
     text = "w000 w001 w007 w050"
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), 2.0, 0.9)
