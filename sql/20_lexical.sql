@@ -210,7 +210,6 @@ declare
     max_depth  integer;
     batch      integer := greatest(2 * n, 50);
     deeper     boolean;
-    postings   bigint;
     bound      double precision;   -- what a chunk read from no list could score at most
     cand_ids   bigint[];
     cand_ub    double precision[];
@@ -322,8 +321,7 @@ begin
         ), seen as materialized (
             select r.chunk_id,
                    sum(tb.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) as known,
-                   sum(tb.b_t) as read_bound,
-                   count(*) as postings
+                   sum(tb.b_t) as read_bound
             from r join term_bound tb on tb.l = r.l
             group by r.chunk_id
         ), fresh as materialized (
@@ -334,18 +332,17 @@ begin
         ), total as (
             select sum(tb.b_t) as bound, bool_or(tb.more) as more from term_bound tb
         )
-        select total.bound, total.more, read.postings, c.ids, c.ubs,
+        select total.bound, total.more, c.ids, c.ubs,
                (select k.v from (select f.known as v from fresh f
                                  union all select unnest(scores)) k
                 order by k.v desc offset n - 1 limit 1)
         from total
-        cross join (select sum(s.postings) as postings from seen s) read
         cross join lateral (
             -- one sort feeds both arrays (same order)
             select array_agg(f.chunk_id order by f.gain desc, f.chunk_id) as ids,
                    array_agg(total.bound + f.gain order by f.gain desc, f.chunk_id) as ubs
             from fresh f) c
-        into bound, deeper, postings, cand_ids, cand_ub, floor_known;
+        into bound, deeper, cand_ids, cand_ub, floor_known;
         deeper := deeper and depth < max_depth;
 
         -- While the unread bound is above the n-th best known sum, reading

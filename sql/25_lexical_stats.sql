@@ -320,11 +320,13 @@ begin
     select col.collection_id, l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
            l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
     from sift.term_lists l
+    join (select d.lexeme, sum(cardinality(d.chunk_ids)) as n
+          from sift.term_deltas d
+          where d.collection_id = col.collection_id
+          group by d.lexeme) d on d.lexeme = l.lexeme
     left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
     where l.collection_id = col.collection_id
-      and (select sum(cardinality(d.chunk_ids)) from sift.term_deltas d
-           where d.collection_id = l.collection_id and d.lexeme = l.lexeme)
-          >= greatest(100, l.entries / 4);
+      and d.n >= greatest(100, l.entries / 4);
     insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
     select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
     from sift.list_build_plan p
