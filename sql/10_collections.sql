@@ -1,36 +1,39 @@
--- Collections and documents: the functions whose names say they write.
+-- Collections and documents: the functions whose names say they write, and
+-- sift.collection_info, which says what a collection is set to.
 
 create or replace function sift._regconfig(search_language text)
 returns regconfig
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
-    cfg regconfig;
+    cfg oid;
 begin
-    begin
-        cfg := search_language::regconfig;
-    exception when undefined_object or invalid_name or syntax_error or invalid_text_representation then
-        cfg := null;
-    end;
+    -- Looked up by name in pg_ts_config (schema-qualified names too), never
+    -- cast from text on the caller's path.
+    select c.oid into cfg
+    from pg_catalog.pg_ts_config c
+    join pg_catalog.pg_namespace n on n.oid = c.cfgnamespace
+    where (n.nspname = 'pg_catalog' and c.cfgname = search_language)
+       or n.nspname || '.' || c.cfgname = search_language;
     if cfg is null then
-        raise exception 'unknown search language "%"', search_language
+        raise exception 'unknown search language "%"', left(search_language, 200)
             using errcode = 'SF004',
                   hint = 'use a text search configuration from pg_ts_config: '
                       || (select string_agg(t.cfgname::text, ', ' order by t.cfgname)
                           from pg_catalog.pg_ts_config t);
     end if;
-    return cfg;
+    return cfg::regconfig;
 end;
 $$;
 comment on function sift._regconfig(text) is
     'Internal: validates a language name against pg_ts_config (SF004 lists the choices).';
 
 
-create or replace function sift._ensure_dense_index(dims integer, distance text)
+create or replace function sift._ensure_dense_index(dims integer, distance sift.distance)
 returns text
-language plpgsql volatile security invoker
-set search_path from current
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     opclass text := case distance
@@ -39,100 +42,110 @@ declare
         when 'inner_product' then 'vector_ip_ops' end;
     index_name text := format('chunks_hnsw_%s_%s', distance, dims);
 begin
-    -- One partial HNSW index per (dimension, distance): pgvector needs a fixed
+    -- The one SECURITY DEFINER function: an index on the shared chunks table
+    -- can only be created by its owner, and collection admins create
+    -- collections. Its arguments are an integer and a checked domain, and
+    -- everything in the statement is qualified.
+    if dims is null or dims not between 1 and 2000 or opclass is null then
+        raise exception 'no HNSW index for % dimensions and distance %', dims, distance using errcode = 'SF003';
+    end if;
+    -- One partial index per (dimension, distance): pgvector needs a fixed
     -- dimension to index, and the predicate keeps other dimensions out.
     execute format(
         'create index if not exists %I on sift.chunks using hnsw '
-        '((embedding::vector(%s)) %s) where vector_dims(embedding) = %s',
+        '((embedding::@extschema:vector@.vector(%s)) @extschema:vector@.%s) '
+        'where @extschema:vector@.vector_dims(embedding) = %s',
         index_name, dims, opclass, dims);
     return index_name;
 end;
 $$;
-comment on function sift._ensure_dense_index(integer, text) is
-    'Internal, writes: creates the partial HNSW index for one (dimension, distance) if missing.';
+comment on function sift._ensure_dense_index(integer, sift.distance) is
+    'Internal, writes: creates the partial HNSW index for one (dimension, distance) if missing. '
+    'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
 create or replace function sift.create_collection(
-    collection         text,
-    embedding_dims     integer,
-    tenant             text default 'default',
-    search_language    text default 'english',
-    distance           sift.distance default 'cosine',
-    hybrid             boolean default true,
-    dense_weight       sift.dense_weight default 0.45,
-    rrf_k              sift.rrf_k default 5,
-    fetch_k            sift.fetch_k default 40,
-    exact_search_limit sift.exact_search_limit default 10000,
-    description        text default null,
-    lexical_scorer     sift.lexical_scorer default 'bm25',
-    bm25_k1            sift.bm25_k1 default 1.2,
-    bm25_b             sift.bm25_b default 0.4)
+    collection      text,
+    embedding_dims  integer,
+    search_language text default 'english',
+    distance        text default 'cosine',
+    description     text default null,
+    knobs           jsonb default '{}')
 returns sift.collections
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     created sift.collections;
 begin
+    if distance is null or distance not in ('cosine', 'l2', 'inner_product') then
+        raise exception 'distance must be cosine, l2 or inner_product, got "%"', left(distance, 100)
+            using errcode = '23514', constraint = 'distance_known';
+    end if;
     insert into sift.collections as c
-        (tenant, name, search_language, embedding_dims, distance, hybrid,
-         dense_weight, rrf_k, fetch_k, exact_search_limit, description,
-         lexical_scorer, bm25_k1, bm25_b)
+        (tenant, name, search_language, embedding_dims, distance, description, knobs)
     values
-        (create_collection.tenant, create_collection.collection,
-         sift._regconfig(create_collection.search_language),
-         create_collection.embedding_dims, create_collection.distance,
-         create_collection.hybrid, create_collection.dense_weight,
-         create_collection.rrf_k, create_collection.fetch_k,
-         create_collection.exact_search_limit, create_collection.description,
-         create_collection.lexical_scorer, create_collection.bm25_k1, create_collection.bm25_b)
+        (sift.current_tenant(), collection, sift._regconfig(search_language), embedding_dims,
+         distance, description, coalesce(knobs, '{}'))
     returning c.* into created;
     perform sift._ensure_dense_index(created.embedding_dims, created.distance);
     return created;
 end;
 $$;
-comment on function sift.create_collection(text, integer, text, text, sift.distance, boolean,
-    sift.dense_weight, sift.rrf_k, sift.fetch_k, sift.exact_search_limit, text,
-    sift.lexical_scorer, sift.bm25_k1, sift.bm25_b) is
-    'Creates a collection (unique per tenant) with its language, embedding size, distance and '
-    'ranking knobs; every knob is range-checked by its domain. Adds the HNSW index for the '
-    'embedding size if this is the first collection of that size. Writes.';
+comment on function sift.create_collection(text, integer, text, text, text, jsonb) is
+    'Creates a collection of the current tenant (names are unique per tenant) with its language, '
+    'embedding size (1 to 2000) and distance (cosine, l2, inner_product), and any knob values in '
+    'knobs (see sift.knobs(); a preset is allowed). Adds the HNSW index for the embedding size if '
+    'this is the first collection of that size. Writes.';
 
 
 create or replace function sift.alter_collection(
-    collection         text,
-    tenant             text default 'default',
-    search_language    text default null,
-    hybrid             boolean default null,
-    dense_weight       sift.dense_weight default null,
-    rrf_k              sift.rrf_k default null,
-    fetch_k            sift.fetch_k default null,
-    exact_search_limit sift.exact_search_limit default null,
-    description        text default null,
-    lexical_scorer     sift.lexical_scorer default null,
-    bm25_k1            sift.bm25_k1 default null,
-    bm25_b             sift.bm25_b default null)
+    collection text,
+    settings   jsonb default '{}',
+    reset      text[] default null)
 returns sift.collections
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
-#variable_conflict use_variable
 declare
-    col sift.collections := sift._collection(tenant, collection);
-    cfg regconfig := case when search_language is not null then sift._regconfig(search_language) end;
+    col     sift.collections := sift._collection(collection);
+    props   text[] := array['search_language', 'description', 'reranker'];
+    given   jsonb := coalesce(settings, '{}');
+    stored  jsonb;
+    item    text;
     changed sift.collections;
 begin
+    if jsonb_typeof(given) <> 'object' then
+        raise exception 'settings must be a JSON object, got %', jsonb_typeof(given) using errcode = 'SF003';
+    end if;
+    foreach item in array coalesce(reset, '{}') loop
+        if item is null or (item <> all (props) and not exists (select 1 from sift.knob_defs d where d.name = item)) then
+            perform sift._unknown_knob(coalesce(item, 'null'), 'reset');
+        end if;
+    end loop;
+    -- The collection's own properties, then its knobs (checked by the table's trigger).
+    stored := col.knobs - coalesce(reset, '{}') || (given - props);
+    if given ? 'reranker' and jsonb_typeof(given -> 'reranker') not in ('string', 'null') then
+        raise exception 'reranker must be an alias or null' using errcode = 'SF003';
+    end if;
+    if given ->> 'reranker' is not null and not exists (
+            select 1 from sift.rerankers r where r.tenant = col.tenant and r.alias = given ->> 'reranker') then
+        raise exception 'no reranker "%" is registered for tenant "%" (collection "%")',
+            given ->> 'reranker', col.tenant, col.name
+            using errcode = 'SF008',
+                  hint = 'register it first with sift.register_reranker(...), as this tenant';
+    end if;
     update sift.collections c set
-        search_language    = coalesce(cfg, c.search_language),
-        hybrid             = coalesce(hybrid, c.hybrid),
-        dense_weight       = coalesce(dense_weight, c.dense_weight),
-        rrf_k              = coalesce(rrf_k, c.rrf_k),
-        fetch_k            = coalesce(fetch_k, c.fetch_k),
-        exact_search_limit = coalesce(exact_search_limit, c.exact_search_limit),
-        description        = coalesce(description, c.description),
-        lexical_scorer     = coalesce(lexical_scorer, c.lexical_scorer),
-        bm25_k1            = coalesce(bm25_k1, c.bm25_k1),
-        bm25_b             = coalesce(bm25_b, c.bm25_b)
+        search_language = case when 'search_language' = any (reset) then 'english'::regconfig
+                               when given ? 'search_language' then sift._regconfig(given ->> 'search_language')
+                               else c.search_language end,
+        description     = case when 'description' = any (reset) then null
+                               when given ? 'description' then given ->> 'description'
+                               else c.description end,
+        reranker_alias  = case when 'reranker' = any (reset) then null
+                               when given ? 'reranker' then given ->> 'reranker'
+                               else c.reranker_alias end,
+        knobs           = stored
     where c.collection_id = col.collection_id
     returning c.* into changed;
     if changed.search_language is distinct from col.search_language then
@@ -141,49 +154,89 @@ begin
         delete from sift.term_lists l where l.collection_id = col.collection_id;
     end if;
     if changed.search_language is distinct from col.search_language
-       or changed.bm25_k1 <> col.bm25_k1 or changed.bm25_b <> col.bm25_b then
+       or sift._stored_knob(changed, 'bm25_k1') <> sift._stored_knob(col, 'bm25_k1')
+       or sift._stored_knob(changed, 'bm25_b') <> sift._stored_knob(col, 'bm25_b') then
         -- Impact lists are built for one language, k1 and b: rebuild them now.
-        perform sift.refresh_lexical_stats(collection => col.name, tenant => col.tenant);
+        perform sift.refresh_lexical_stats(collection => col.name);
     end if;
     return changed;
 end;
 $$;
-comment on function sift.alter_collection(text, text, text, boolean, sift.dense_weight,
-    sift.rrf_k, sift.fetch_k, sift.exact_search_limit, text, sift.lexical_scorer, sift.bm25_k1,
-    sift.bm25_b) is
-    'Changes a collection''s knobs (null leaves a knob as it is). A new search_language '
-    're-analyses every chunk of the collection. Writes.';
+comment on function sift.alter_collection(text, jsonb, text[]) is
+    'The one setter of a collection: settings => ''{"dense_weight": 0.3, "mmr_lambda": null, '
+    '"search_language": "spanish", "description": "...", "reranker": "voyage"}'' sets knobs (see '
+    'sift.knobs(); null switches one off; a preset is allowed) and the properties search_language, '
+    'description and reranker (an alias of this tenant''s rerankers, else SF008); reset => '
+    'array[...] puts the named ones back to their defaults. A new search_language re-analyses '
+    'every chunk. Every value is checked by its domain before anything is stored. Writes.';
 
 
-create or replace function sift.drop_collection(collection text, tenant text default 'default')
+create or replace function sift.collection_info(collection text default null)
+returns table (
+    collection_id   bigint,
+    tenant          text,
+    name            text,
+    search_language text,
+    embedding_dims  integer,
+    distance        text,
+    description     text,
+    reranker        text,
+    created_at      timestamptz,
+    knobs           jsonb,
+    settings        jsonb)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    return query
+    select c.collection_id, c.tenant::text, c.name::text, c.search_language::text, c.embedding_dims,
+           c.distance::text, c.description, c.reranker_alias::text, c.created_at, c.knobs,
+           to_jsonb(sift._resolve_knobs(c, '{}'))
+    from sift.collections c
+    where c.tenant = sift.current_tenant()
+      and (collection_info.collection is null or c.name = collection_info.collection)
+    order by c.name, c.collection_id;
+    if collection_info.collection is not null and not found then
+        perform sift._collection(collection_info.collection);   -- SF001
+    end if;
+end;
+$$;
+comment on function sift.collection_info(text) is
+    'The current tenant''s collections (or the one named): properties, the knob values stored '
+    '(knobs) and every knob in force (settings, defaults included). Read-only.';
+
+
+create or replace function sift.drop_collection(collection text)
 returns boolean
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
-    col sift.collections := sift._collection(tenant, collection);
+    col sift.collections := sift._collection(collection);
 begin
     delete from sift.collections c where c.collection_id = col.collection_id;
     return true;
 end;
 $$;
-comment on function sift.drop_collection(text, text) is
-    'Deletes a collection with its documents and chunks. Raises SF001 if it does not exist. Writes.';
+comment on function sift.drop_collection(text) is
+    'Deletes a collection of the current tenant with its documents, chunks, statistics and golden '
+    'sets. Raises SF001 if it does not exist. Writes.';
 
 
-create or replace function sift.delete_document(
-    collection text, source_uri text, tenant text default 'default')
+create or replace function sift.delete_document(collection text, source_uri text)
 returns boolean
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
-    col sift.collections := sift._collection(tenant, collection);
+    col sift.collections := sift._collection(collection);
 begin
     delete from sift.documents d
     where d.collection_id = col.collection_id and d.source_uri = delete_document.source_uri;
     return found;
 end;
 $$;
-comment on function sift.delete_document(text, text, text) is
-    'Deletes one document (and its chunks) by source_uri; returns false if there was none. Writes.';
+comment on function sift.delete_document(text, text) is
+    'Deletes one document (and its chunks) by source_uri; returns false if there was none. '
+    'Statistics stay exact; run sift.refresh_lexical_stats after many deletions. Writes.';

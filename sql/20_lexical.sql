@@ -5,6 +5,7 @@
 create or replace function sift._tsquery_or(lexemes text[])
 returns tsquery
 language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
 as $$
     -- Lexemes are already normalised by the collection's configuration, so
     -- they are quoted verbatim (backslash and quote escaped) and OR'd.
@@ -24,7 +25,7 @@ create or replace function sift._parse_query(
     out match       tsquery,
     out terms       text[])
 language plpgsql immutable parallel safe security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     clipped  text := left(coalesce(query_text, ''), 100000);
@@ -91,14 +92,20 @@ create or replace function sift.lexical_query(
     search_language regconfig default 'english',
     max_terms       integer default 64)
 returns tsquery
-language sql immutable parallel safe security invoker
+language plpgsql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
 as $$
-    select (sift._parse_query(query_text, search_language, max_terms)).match
+begin
+    if max_terms is null or max_terms not between 1 and 1000 then
+        raise exception 'max_terms must be between 1 and 1000, got %', max_terms using errcode = 'SF003';
+    end if;
+    return (sift._parse_query(query_text, search_language, max_terms)).match;
+end;
 $$;
 comment on function sift.lexical_query(text, regconfig, integer) is
     'The tsquery the lexical leg runs for a user''s text: OR over the distinct terms (the first '
     'max_terms, default 64, in query order; AND makes real questions match nothing), '
-    '"quoted phrases" required, -word and -"phrase" excluded. Never raises: empty, '
+    '"quoted phrases" required, -word and -"phrase" excluded. Never raises on odd text: empty, '
     'punctuation-only, emoji or stopword-only text gives null, and the search answers from '
     'the dense leg alone. Text past 100,000 characters is ignored.';
 
@@ -113,7 +120,9 @@ as $$
 $$;
 comment on function sift._bm25_impact(double precision, double precision, double precision,
     double precision, double precision) is
-    'Internal: BM25''s term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)).';
+    'Internal: BM25''s term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)). '
+    'Not pinned so it inlines into the per-posting queries: its body is double precision '
+    'arithmetic only, which pg_catalog resolves first on any path.';
 
 
 create or replace function sift._bm25_scores(
@@ -122,6 +131,8 @@ create or replace function sift._bm25_scores(
 returns table (chunk_id bigint, score double precision)
 language sql stable security invoker
 as $$
+    -- Not pinned, so it inlines into the leg's statements (planned with the
+    -- leg's pinned path); every name in it is qualified.
     -- Exact BM25 of the given chunks. The query's lexemes are picked out of the
     -- stored vector in one pass (every weight reset to D, the query's set to A,
     -- then only A kept): tf is the count of positions, the same count the
@@ -130,7 +141,7 @@ as $$
     -- plan ANDs the id lookup with the text index, which for common terms
     -- decodes every matching chunk's entry (~120 ms at a million chunks).
     select c.chunk_id,
-           sum(idfs[pg_catalog.array_position(terms, u.lexeme)]
+           pg_catalog.sum(idfs[pg_catalog.array_position(terms, u.lexeme)]
                * sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
                                    avgdl, k1, b)) as score
     from (select c.chunk_id, c.document_id, c.search_vector, c.lexical_length
@@ -150,49 +161,28 @@ comment on function sift._bm25_scores(bigint[], text[], double precision[], doub
     'Internal: exact BM25 scores of a candidate set, best n first, filter and match applied.';
 
 
-create or replace function sift._int_setting(name text, fallback bigint)
-returns bigint
-language plpgsql stable security invoker
-set search_path from current
-as $$
-declare
-    raw text := pg_catalog.current_setting(name, true);
-begin
-    if raw is null or raw = '' then
-        return fallback;
-    end if;
-    if raw !~ '^\s*\d{1,18}\s*$' then
-        raise exception '% must be a non-negative whole number, not "%"', name, raw
-            using errcode = '22023';
-    end if;
-    return raw::bigint;
-end;
-$$;
-comment on function sift._int_setting(text, bigint) is
-    'Internal: a non-negative integer custom setting (set pgsift.x = ...), or the fallback when unset.';
-
-
 create or replace function sift._lexical_leg(
     col     sift.collections,
+    knobs   sift.knob_set,
     match   tsquery,
     terms   text[],
     filter  jsonb,
-    n       integer,
-    scorer  text,
-    k1      double precision,
-    b       double precision)
+    n       integer)
 returns table (chunk_id bigint, rank integer, score double precision)
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
     filtered   boolean := filter is not null and filter <> '{}'::jsonb;
+    scorer     text := knobs.lexical_scorer;
+    k1         double precision := knobs.bm25_k1;
+    b          double precision := knobs.bm25_b;
     -- Postings read from lists per query at most, and the most matching
     -- chunks (sum of the terms' df) scored exhaustively when the lists cannot
     -- prove the top n within that budget.
-    budget      bigint := sift._int_setting('pgsift.lexical_budget', 3000);
-    exact_limit bigint := sift._int_setting('pgsift.lexical_exact_limit', 3000);
+    budget      bigint := knobs.lexical_budget;
+    exact_limit bigint := knobs.lexical_exact_limit;
     max_scored  integer := greatest(4 * n, 100);
     n_chunks   double precision;
     avgdl      double precision;
@@ -407,13 +397,12 @@ begin
     order by u.ord;
 end;
 $$;
-comment on function sift._lexical_leg(sift.collections, tsquery, text[], jsonb, integer, text,
-    double precision, double precision) is
+comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer) is
     'Internal: the top n chunks of a collection for the query, by Okapi BM25 (idf = '
     'ln(1 + (N - df + 0.5) / (df + 0.5)), exact statistics) or by ts_rank_cd. Rare terms are '
     'scored exhaustively; common terms are read best-first from their impact lists until the '
-    'top n is provably exact (threshold algorithm). Cost is bounded: about '
-    'pgsift.lexical_budget postings (3,000) are read and at most max(4n, 100) chunks scored; '
-    'if that cannot prove the top n, every matching chunk is scored when the terms'' chunk '
-    'counts sum to at most pgsift.lexical_exact_limit (3,000), else the best chunks found '
-    'are returned, each with its exact score.';
+    'top n is provably exact (threshold algorithm). Cost is bounded: about the lexical_budget '
+    'knob''s postings (3,000) are read and at most max(4n, 100) chunks scored; if that cannot '
+    'prove the top n, every matching chunk is scored when the terms'' chunk counts sum to at most '
+    'the lexical_exact_limit knob (3,000), else the best chunks found are returned, each with '
+    'its exact score.';

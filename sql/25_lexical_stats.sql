@@ -5,7 +5,7 @@
 create or replace function sift._chunks_stats()
 returns trigger
 language plpgsql security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if tg_op in ('DELETE', 'UPDATE') then
@@ -81,7 +81,7 @@ create trigger chunks_stats_update after update on sift.chunks
 create or replace function sift._write_lists(collection_id bigint)
 returns integer
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -98,7 +98,8 @@ begin
       and p.collection_id = _write_lists.collection_id and l.lexeme = p.lexeme;
     -- Row counts for the planner: with none it nests loops over these
     -- (thousands of terms by millions of entries on a first refresh).
-    analyze sift.list_build_plan, sift.list_build_entries;
+    perform sift._analyze('sift.list_build_plan');
+    perform sift._analyze('sift.list_build_entries');
     with ranked as materialized (
         select e.lexeme, e.chunk_id, e.tf, e.dl, i.impact, p.size,
                row_number() over (partition by e.lexeme order by i.impact desc, e.chunk_id) as rn
@@ -153,7 +154,7 @@ create or replace function sift._gather_list_entries(
     collection_id bigint, n_chunks double precision)
 returns void
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -183,7 +184,7 @@ begin
           and c.collection_id = p.collection_id;
         return;
     end if;
-    analyze sift.list_build_plan;   -- so the joins below hash rather than loop
+    perform sift._analyze('sift.list_build_plan');   -- so the joins below hash rather than loop
     with sample as (
         select u.lexeme,
                sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
@@ -223,7 +224,6 @@ comment on function sift._gather_list_entries(bigint, double precision) is
 
 create or replace function sift.refresh_lexical_stats(
     collection   text,
-    tenant       text default 'default',
     min_df       integer default 100,
     list_size    integer default 2000,
     list_fraction double precision default 0,
@@ -231,7 +231,7 @@ create or replace function sift.refresh_lexical_stats(
     rebuild      boolean default false)
 returns table (pending_folded bigint, lists_built integer)
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 -- Batch work over whole term sets: a nested loop is never the right join
 -- here, and a collection younger than its table's statistics looks empty to
 -- the planner, which then nests loops over thousands of terms.
@@ -239,18 +239,21 @@ set enable_nestloop = off
 as $$
 #variable_conflict use_column
 declare
-    col      sift.collections := sift._collection(refresh_lexical_stats.tenant,
-                                                  refresh_lexical_stats.collection);
+    col      sift.collections := sift._collection(refresh_lexical_stats.collection);
+    ref_k1   double precision := sift._stored_knob(col, 'bm25_k1')::double precision;
+    ref_b    double precision := sift._stored_knob(col, 'bm25_b')::double precision;
     folded   bigint := 0;
     built    integer := 0;
     avgdl    double precision;
     n_chunks double precision;
     deleted  bigint;
 begin
-    if min_df < 1 or list_size < 1 or list_fraction < 0 or list_fraction > 1 or max_drift < 0 then
+    if min_df is null or list_size is null or list_fraction is null or max_drift is null
+       or min_df < 1 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
+       or max_drift < 0 then
         raise exception 'refresh_lexical_stats: min_df and list_size must be at least 1, '
                         'list_fraction within [0, 1], max_drift at least 0'
-            using errcode = '22023';
+            using errcode = 'SF003';
     end if;
     -- Fold pending deltas into one row per key (rows a concurrent writer has
     -- not committed yet are invisible here and stay pending).
@@ -301,12 +304,12 @@ begin
     -- the list's chunks dead since it was built.
     insert into sift.list_build_plan
     select col.collection_id, t.lexeme, greatest(list_size, ceil(t.df * list_fraction))::integer, 0, avgdl,
-           col.bm25_k1, col.bm25_b, n_chunks, deleted
+           ref_k1, ref_b, n_chunks, deleted
     from sift.term_df t
     left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
     where t.collection_id = col.collection_id
       and t.df >= min_df
-      and (rebuild or l.lexeme is null or l.k1_ref <> col.bm25_k1 or l.b_ref <> col.bm25_b
+      and (rebuild or l.lexeme is null or l.k1_ref <> ref_k1 or l.b_ref <> ref_b
            or abs(avgdl / l.avgdl_ref - 1) > max_drift
            or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1));
     perform sift._gather_list_entries(col.collection_id, n_chunks);
@@ -343,7 +346,7 @@ begin
     return query select folded, built;
 end;
 $$;
-comment on function sift.refresh_lexical_stats(text, text, integer, integer, double precision,
+comment on function sift.refresh_lexical_stats(text, integer, integer, double precision,
     double precision, boolean) is
     'Folds pending BM25 statistics (reads are exact either way, faster after); builds impact '
     'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
@@ -352,3 +355,22 @@ comment on function sift.refresh_lexical_stats(text, text, integer, integer, dou
     'list deltas of max(100, a quarter of the list) chunks or more. Cheap when little changed; '
     'the Python client runs it after every upsert_documents and delete_document. Writes; '
     'returns lists built or merged.';
+
+
+create or replace function sift._analyze(work_table regclass)
+returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Fresh row counts for the planner, where this role may take them: the
+    -- owner, or (PostgreSQL 17+) a role granted MAINTAIN, as sift_writer is.
+    if pg_catalog.pg_has_role(current_user, (select c.relowner from pg_catalog.pg_class c where c.oid = work_table), 'MEMBER')
+       or (current_setting('server_version_num')::integer >= 170000
+           and pg_catalog.has_table_privilege(work_table, 'MAINTAIN')) then
+        execute format('analyze %s', work_table);
+    end if;
+end;
+$$;
+comment on function sift._analyze(regclass) is
+    'Internal: ANALYZE a work table when the current role may (else the planner keeps its estimate).';

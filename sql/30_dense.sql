@@ -14,8 +14,12 @@
 create or replace function sift._distance_operator(distance text)
 returns text
 language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
 as $$
-    select case distance when 'cosine' then '<=>' when 'l2' then '<->' when 'inner_product' then '<#>' end
+    -- Named with pgvector's schema: an operator of that name elsewhere on a
+    -- caller's path is never the one used.
+    select 'operator(@extschema:vector@.' || case distance when 'cosine' then '<=>' when 'l2' then '<->'
+                                                          when 'inner_product' then '<#>' end || ')'
 $$;
 comment on function sift._distance_operator(text) is
     'Internal: the pgvector operator for a distance name.';
@@ -24,6 +28,7 @@ comment on function sift._distance_operator(text) is
 create or replace function sift._dense_leg_sql(dims integer, distance text, exact boolean, filtered boolean)
 returns text
 language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
 as $$
     -- $1 query vector, $2 collection ids, $3 metadata filter, $4 n.
     -- The HNSW form orders by the indexed expression itself (ordering by a
@@ -32,14 +37,14 @@ as $$
     select format(
         $f$
         with m as materialized (
-            select c.chunk_id, (c.embedding::vector(%1$s) %2$s $1) as distance
+            select c.chunk_id, (c.embedding::@extschema:vector@.vector(%1$s) %2$s $1) as distance
             from sift.chunks c
             where c.collection_id = any ($2)
-              and vector_dims(c.embedding) = %1$s
+              and @extschema:vector@.vector_dims(c.embedding) = %1$s
               %3$s
             %4$s
         )
-        select m.chunk_id, (row_number() over (order by m.distance, m.chunk_id))::integer as rank, m.distance
+        select m.chunk_id, (pg_catalog.row_number() over (order by m.distance, m.chunk_id))::integer as rank, m.distance
         from m
         order by m.distance, m.chunk_id
         limit $4
@@ -50,18 +55,18 @@ as $$
             'and exists (select 1 from sift.documents d '
             'where d.document_id = c.document_id and d.metadata @> $3)' else '' end,
         case when exact then '' else
-            format('order by c.embedding::vector(%s) %s $1 limit $4', dims, sift._distance_operator(distance)) end)
+            format('order by c.embedding::@extschema:vector@.vector(%s) %s $1 limit $4', dims, sift._distance_operator(distance)) end)
 $$;
 comment on function sift._dense_leg_sql(integer, text, boolean, boolean) is
     'Internal: the dense leg''s statement, exact or through the HNSW index, for EXPLAIN and EXECUTE.';
 
 
 create or replace function sift._dense_leg(
-    collection_ids bigint[], dims integer, metric text, query vector,
+    collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
     filter jsonb, n integer, exact_search_limit integer)
 returns table (chunk_id bigint, rank integer, distance double precision)
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
@@ -108,7 +113,7 @@ begin
         using query, collection_ids, filter, n;
 end;
 $$;
-comment on function sift._dense_leg(bigint[], integer, text, vector, jsonb, integer, integer) is
+comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer) is
     'Internal: the top n chunks by vector distance, metadata filter inside the leg; exact for '
     'small collections, HNSW with iterative scan otherwise, exact again if the index walk '
     'comes back short.';

@@ -4,9 +4,6 @@
 -- and MMR pick the top match_count, and lost-in-the-middle orders them for
 -- presentation. sift.search runs it on sift.candidates in one statement;
 -- sift.finalize runs it on any pool given as chunk ids (and rerank scores).
---
--- Error codes added here: SF007 collections searched together differ in
--- embedding size (raised by sift._collections).
 
 create or replace function sift.recency_factor(
     recency_date timestamptz,
@@ -16,6 +13,8 @@ create or replace function sift.recency_factor(
 returns double precision
 language sql immutable parallel safe security invoker
 as $$
+    -- Not pinned, so it inlines per candidate: every function in it is
+    -- qualified and every operator has an exact match in pg_catalog.
     -- Half-life decay bounded by the weight: a document loses weight/2 at one
     -- half-life and never more than weight. No usable date is the oldest
     -- possible date (the full weight), never a neutral one. A date after
@@ -26,8 +25,8 @@ as $$
         when recency_date is null or not pg_catalog.isfinite(recency_date)
             then 1 - weight
         else 1 - weight * (1 - pg_catalog.power(0.5::double precision, least(
-                 greatest(extract(epoch from as_of - recency_date)::double precision, 0)
-                 / extract(epoch from half_life)::double precision, 1000)))
+                 greatest(pg_catalog.date_part('epoch', as_of - recency_date), 0)
+                 / pg_catalog.date_part('epoch', half_life), 1000)))
     end
 $$;
 comment on function sift.recency_factor(timestamptz, timestamptz, interval, double precision) is
@@ -40,7 +39,7 @@ comment on function sift.recency_factor(timestamptz, timestamptz, interval, doub
 create or replace function sift._timestamptz(raw text)
 returns timestamptz
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     t timestamptz;
@@ -66,6 +65,8 @@ create or replace function sift._recency_date(
 returns timestamptz
 language sql stable security invoker
 as $$
+    -- Not pinned, so it inlines per candidate: every function in it is
+    -- qualified and every operator has an exact match in pg_catalog.
     -- A plain expression, so it inlines: only metadata strings that start
     -- like an ISO 8601 date reach the parser ('now', 'today' or 'infinity',
     -- which timestamptz would accept, are not dates).
@@ -83,54 +84,14 @@ comment on function sift._recency_date(text, timestamptz, timestamptz, timestamp
     'metadata key of that name parsed as an ISO 8601 date; null when there is no usable date.';
 
 
-create or replace function sift._check_ranking(
-    cols           sift.collections[],
-    recency_weight double precision,
-    boosts         double precision[])
-returns void
-language plpgsql stable security invoker
-set search_path from current
-as $$
-declare
-    i integer;
-begin
-    if boosts is not null and cardinality(boosts) > cardinality(cols) then
-        raise exception 'boosts has % values for % collection(s)', cardinality(boosts), cardinality(cols)
-            using errcode = 'SF003',
-                  hint = 'boosts[i] is the boost of the i-th collection searched (null keeps its own)';
-    end if;
-    -- The same rule as the table's CHECK (recency_weight <= recency_ceiling),
-    -- for a per-call weight: the ceiling is the collection owner's limit.
-    for i in 1 .. cardinality(cols) loop
-        if recency_weight > (cols[i]).recency_ceiling then
-            raise exception 'recency_weight % exceeds the recency_ceiling % of collection "%"',
-                recency_weight, (cols[i]).recency_ceiling, (cols[i]).name
-                using errcode = 'check_violation', constraint = 'recency_weight_within_ceiling',
-                      hint = 'raise recency with recency_bias (up to the ceiling) or alter the collection''s recency_ceiling';
-        end if;
-    end loop;
-end;
-$$;
-comment on function sift._check_ranking(sift.collections[], double precision, double precision[]) is
-    'Internal: per-call ranking arguments that no domain can check alone: boosts no longer than '
-    'the collections list, a recency_weight within every collection''s recency_ceiling.';
-
-
 create or replace function sift._finalize(
-    cols               sift.collections[],
-    ids                bigint[],
-    scores             double precision[],
-    match_count        integer,
-    recency_field      text,
-    recency_half_life  interval,
-    recency_weight     double precision,
-    recency_bias       double precision,
-    per_document_cap   integer,
-    mmr_lambda         double precision,
-    boosts             double precision[],
-    score_threshold    double precision,
-    lost_in_the_middle boolean,
-    every_candidate    boolean)
+    cols            sift.collections[],
+    knobs           sift.knob_set[],
+    ids             bigint[],
+    scores          double precision[],
+    match_count     integer,
+    scored_by       text,
+    every_candidate boolean)
 returns table (
     chunk_id          bigint,
     document_id       bigint,
@@ -150,9 +111,10 @@ returns table (
     cut_by            text,
     reason            text,
     threshold_applied boolean,
-    below_threshold   integer)
+    below_threshold   integer,
+    threshold_skipped text)
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 -- Every query here takes arrays; a custom plan per call costs more than it saves.
 set plan_cache_mode = force_generic_plan
 as $$
@@ -161,6 +123,7 @@ declare
     cap      integer;
     lam      double precision;
     thr      double precision;
+    skipped  text;
     litm     boolean;
     -- The pool, best adjusted score first (ties: smaller chunk id); every
     -- index below is a place in this order.
@@ -183,40 +146,57 @@ declare
     sel_sim  double precision[] := '{}';
     sim      double precision[];   -- MMR: largest similarity to any chosen chunk (null: none yet)
     rel      double precision[];
-    embs     vector[];
+    embs     @extschema:vector@.vector[];
     alive    boolean[];
     full_docs bigint[] := '{}';
     phase    integer := 1;
     pick     integer;
-    picked   vector;
+    picked   @extschema:vector@.vector;
     lo       double precision;
     hi       double precision;
 begin
     -- Several collections: the strictest setting wins (smallest non-zero
     -- cap, smallest lambda, highest threshold); lost-in-the-middle if any
-    -- asks for it. A per-call value replaces them all.
-    select coalesce(per_document_cap, min(nullif((cols[i]).per_document_cap, 0)), 0),
-           coalesce(mmr_lambda, min((cols[i]).mmr_lambda)),
-           coalesce(score_threshold, max((cols[i]).score_threshold)),
-           coalesce(lost_in_the_middle, bool_or((cols[i]).lost_in_the_middle), false)
-    into cap, lam, thr, litm
-    from pg_catalog.generate_subscripts(cols, 1) as i;
+    -- asks for it. A value given in the call is every collection's.
+    select coalesce(min(nullif((knobs[i]).per_document_cap, 0)), 0),
+           min((knobs[i]).mmr_lambda),
+           coalesce(bool_or((knobs[i]).lost_in_the_middle), false)
+    into cap, lam, litm
+    from generate_subscripts(knobs, 1) as i;
+    -- A threshold is on the scale of whatever scored the pool: one calibrated
+    -- for a reranker applies only to that reranker's scores.
+    select max((knobs[i]).score_threshold) filter (
+               where (knobs[i]).threshold_reranker is null or (knobs[i]).threshold_reranker = scored_by),
+           string_agg(format('score threshold %s of collection "%s" was calibrated for reranker "%s"',
+                             (knobs[i]).score_threshold, (cols[i]).name, (knobs[i]).threshold_reranker), '; '
+                      order by i) filter (
+               where (knobs[i]).score_threshold is not null
+                 and (knobs[i]).threshold_reranker is distinct from scored_by
+                 and (knobs[i]).threshold_reranker is not null)
+    into thr, skipped
+    from generate_subscripts(knobs, 1) as i;
+    if skipped is not null then
+        skipped := skipped || case when scored_by is null
+                                   then ', but no reranker scored this pool (fused scores): not applied'
+                                   else format(', but reranker "%s" scored this pool: not applied', scored_by) end;
+    end if;
 
     -- Recency and boost, per chunk with its own collection's settings.
     with c as (
         select (cols[i]).collection_id as cid, (cols[i]).name::text as cname,
-               coalesce(boosts[i], (cols[i]).boost) as boost,
-               coalesce(recency_field, (cols[i]).recency_field) as field,
-               coalesce(recency_half_life, (cols[i]).recency_half_life) as half_life,
-               coalesce(recency_weight, (cols[i]).recency_weight) as w,
-               (cols[i]).recency_ceiling::double precision as ceiling
-        from pg_catalog.generate_subscripts(cols, 1) as i
+               (knobs[i]).boost::double precision as boost,
+               (knobs[i]).recency_field::text as field,
+               (knobs[i]).recency_half_life::interval as half_life,
+               (knobs[i]).recency_weight::double precision as w,
+               (knobs[i]).recency_ceiling::double precision as ceiling,
+               (knobs[i]).recency_bias::double precision as bias
+        from generate_subscripts(cols, 1) as i
     ), e as (
         -- recency_bias moves the weight toward the ceiling; it cannot turn on
         -- recency where there is no field or the weight is 0.
         select c.cid, c.cname, c.boost, c.field, c.half_life,
                case when c.field is null or c.w = 0 then null
-                    else c.w + coalesce(recency_bias, 0) * (c.ceiling - c.w) end as weight
+                    else c.w + coalesce(c.bias, 0) * (c.ceiling - c.w) end as weight
         from c
     ), u as (
         select u.id, u.s, u.o::integer as o
@@ -315,7 +295,7 @@ begin
             picked := embs[pick];
             -- Cosine similarity (greatest ignores the null of "nothing chosen
             -- yet"); a zero vector's NaN counts as 0.
-            sim := array(select greatest(u.m, coalesce(nullif(1 - (u.e <=> picked),
+            sim := array(select greatest(u.m, coalesce(nullif(1 - (u.e operator(@extschema:vector@.<=>) picked),
                                                               'NaN'::double precision), 0))
                          from unnest(sim, embs) with ordinality as u(m, e, i)
                          order by u.i);
@@ -384,83 +364,94 @@ begin
                    then format('; recency x%s', round(w.factor::numeric, 4)) else '' end
            || case when w.boost <> 1 then format('; boost x%s', w.boost) else '' end,
            thr is not null,
-           n_below
+           n_below,
+           skipped
     from w
     order by w.pool, w.id;
 end;
 $$;
-comment on function sift._finalize(sift.collections[], bigint[], double precision[], integer, text,
-    interval, double precision, double precision, integer, double precision, double precision[],
-    double precision, boolean, boolean) is
-    'Internal: the finalize stage on a pool (distinct ids in pool order, their base scores): every '
-    'candidate with its recency factor, boost, adjusted score, threshold, cap and MMR decisions, '
-    'final rank and presentation position, and why it was cut (every_candidate => false: only '
-    'the kept ones). Shared by search, explain and finalize, so they always agree.';
+comment on function sift._finalize(sift.collections[], sift.knob_set[], bigint[], double precision[],
+    integer, text, boolean) is
+    'Internal: the finalize stage on a pool (distinct ids in pool order, their base scores, and '
+    'the reranker that scored them, if one did): every candidate with its recency factor, boost, '
+    'adjusted score, threshold, cap and MMR decisions, final rank and presentation position, and '
+    'why it was cut (every_candidate => false: only the kept ones). Shared by search, explain and '
+    'finalize, so they always agree.';
+
+
+create or replace function sift._hits(
+    cols sift.collections[], knobs sift.knob_set[], pool sift.candidate[], ids bigint[],
+    scores double precision[], match_count integer, scored_by text, reranker text,
+    rerank_refused text)
+returns setof sift.hit
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The kept hits with their text and document: finalize's rows joined by id
+    -- (each a lookup by key; never a scan of the documents table).
+    select f.final_rank, f.position, f.chunk_id, f.document_id, f.collection_name, d.source_uri,
+           d.title, k.ordinal, k.content, k.context, d.metadata, f.score, f.base_score, f.pool_rank,
+           p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank, p.lexical_score, p.legs,
+           p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
+           f.threshold_skipped, reranker, rerank_refused
+    from sift._finalize(cols, knobs, ids, scores, match_count, scored_by, false) f
+    cross join lateral (select k.ordinal, k.content, k.context from sift.chunks k
+                        where k.chunk_id = f.chunk_id) k
+    cross join lateral (select d.source_uri, d.title, d.metadata from sift.documents d
+                        where d.document_id = f.document_id) d
+    left join lateral (select c.* from pg_catalog.unnest(pool) c where c.chunk_id = f.chunk_id) p on true
+    order by f.position, f.chunk_id
+$$;
+comment on function sift._hits(sift.collections[], sift.knob_set[], sift.candidate[], bigint[],
+    double precision[], integer, text, text, text) is
+    'Internal: finalize''s kept rows as sift.hit rows (the pool''s leg columns when it is given).';
 
 
 create or replace function sift.finalize(
-    collection         text default null,
-    chunk_ids          bigint[] default null,
-    scores             double precision[] default null,
-    match_count        sift.match_count default 10,
-    tenant             text default 'default',
-    collections        text[] default null,
-    recency_field      sift.recency_field default null,
-    recency_half_life  sift.recency_half_life default null,
-    recency_weight     sift.recency_weight default null,
-    recency_bias       sift.recency_bias default null,
-    per_document_cap   sift.per_document_cap default null,
-    mmr_lambda         sift.mmr_lambda default null,
-    boosts             sift.boost[] default null,
-    score_threshold    sift.score_threshold default null,
-    lost_in_the_middle boolean default null)
-returns table (
-    rank              integer,
-    "position"        integer,
-    chunk_id          bigint,
-    document_id       bigint,
-    collection_name   text,
-    source_uri        text,
-    title             text,
-    ordinal           integer,
-    content           text,
-    context           text,
-    metadata          jsonb,
-    score             double precision,
-    base_score        double precision,
-    pool_rank         integer,
-    recency_factor    double precision,
-    boost             double precision,
-    threshold_applied boolean,
-    below_threshold   integer)
+    collection  text default null,
+    chunk_ids   bigint[] default null,
+    scores      double precision[] default null,
+    match_count integer default 10,
+    knobs       jsonb default '{}',
+    collections text[] default null,
+    scored_by   text default null)
+returns setof sift.hit
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan
 as $$
-#variable_conflict use_column
 declare
-    cols sift.collections[] := sift._collections(finalize.tenant, finalize.collection,
-                                                 finalize.collections);
+    cols sift.collections[] := sift._collections(finalize.collection, finalize.collections);
+    ks   sift.knob_set[] := sift._resolve_all(cols, finalize.knobs);
     base double precision[] := finalize.scores;
     ids  bigint[];
 begin
-    perform sift._check_ranking(cols, finalize.recency_weight, finalize.boosts);
+    if match_count is null or match_count not between 0 and 1000 then
+        raise exception 'match_count must be between 0 and 1000, got %', match_count
+            using errcode = '23514', constraint = 'match_count_range';
+    end if;
+    if cardinality(finalize.chunk_ids) > 10000 then
+        raise exception 'chunk_ids has % ids; a pool is at most 10,000', cardinality(finalize.chunk_ids)
+            using errcode = 'SF003';
+    end if;
+    if scored_by is not null and length(scored_by) > 128 then
+        raise exception 'scored_by must be a reranker alias' using errcode = 'SF003';
+    end if;
     if base is not null then
         if coalesce(cardinality(base), 0) <> coalesce(cardinality(finalize.chunk_ids), 0) then
             raise exception 'scores has % values for % chunk_ids',
                 coalesce(cardinality(base), 0), coalesce(cardinality(finalize.chunk_ids), 0)
                 using errcode = 'SF003';
         end if;
-        if exists (select 1 from pg_catalog.unnest(base) as s
-                   where s is null or not (s >= 0 and s <= 1e100)) then
+        if exists (select 1 from unnest(base) as s where s is null or not (s >= 0 and s <= 1e100)) then
             raise exception 'scores must be numbers between 0 and 1e100 (no null, NaN or infinity)'
                 using errcode = 'SF003',
                       hint = 'recency and boost multiply the scores; map logits through a sigmoid first';
         end if;
     else
         -- No scores: the pool order is the ranking, scored like a single RRF leg.
-        base := array(select 1 / ((cols[1]).rrf_k + u.o)
-                      from pg_catalog.unnest(finalize.chunk_ids) with ordinality as u(id, o)
+        base := array(select 1 / ((ks[1]).rrf_k + u.o)
+                      from unnest(finalize.chunk_ids) with ordinality as u(id, o)
                       order by u.o);
     end if;
     -- An id given twice counts once, at its first place.
@@ -471,32 +462,21 @@ begin
           where u.id is not null
           order by u.id, u.o) d;
 
-    return query
-    select f.final_rank, f.position, f.chunk_id, f.document_id, f.collection_name, d.source_uri,
-           d.title, c.ordinal, c.content, c.context, d.metadata, f.score, f.base_score,
-           f.pool_rank, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold
-    from sift._finalize(cols, ids, base, finalize.match_count,
-                        finalize.recency_field, finalize.recency_half_life,
-                        finalize.recency_weight, finalize.recency_bias,
-                        finalize.per_document_cap, finalize.mmr_lambda, finalize.boosts,
-                        finalize.score_threshold, finalize.lost_in_the_middle, false) f
-    join sift.chunks c on c.chunk_id = f.chunk_id
-    join sift.documents d on d.document_id = f.document_id
-    order by f.position, f.chunk_id;
+    return query select * from sift._hits(cols, ks, null, ids, base, match_count, scored_by, null, null);
 end;
 $$;
-comment on function sift.finalize(text, bigint[], double precision[], sift.match_count, text,
-    text[], sift.recency_field, sift.recency_half_life, sift.recency_weight, sift.recency_bias,
-    sift.per_document_cap, sift.mmr_lambda, sift.boost[], sift.score_threshold, boolean) is
+comment on function sift.finalize(text, bigint[], double precision[], integer, jsonb, text[], text) is
     'The ranking knobs on a pool you already have (chunk_ids in pool order, e.g. from '
     'sift.candidates, with optional scores such as a reranker''s, each in [0, 1e100]; without '
-    'scores the i-th id scores 1/(rrf_k + i)). score = base_score x recency factor x boost; '
-    'chunks whose base_score is below score_threshold are dropped (threshold_applied, '
-    'below_threshold = how many); then the top match_count are picked greedily, with at most '
+    'scores the i-th id scores 1/(rrf_k + i)); scored_by names the reranker whose scores these '
+    'are (a score threshold calibrated for a reranker applies only to its scores). score = '
+    'base_score x recency factor x boost; chunks whose base_score is below score_threshold are '
+    'dropped (threshold_applied, below_threshold = how many, threshold_skipped = a calibrated '
+    'threshold not applied, and why); then the top match_count are picked greedily, with at most '
     'per_document_cap chunks per document until nothing else is left (backfill), by MMR when '
     'mmr_lambda is set (lambda x relevance - (1 - lambda) x largest cosine similarity to the '
     'chunks already picked); lost_in_the_middle puts the strongest at both ends (rank 1, 3, 5, '
-    '..., 6, 4, 2; position is the order shown, rank the strength). Null knobs take each '
-    'collection''s settings (several collections: smallest non-zero cap, smallest lambda, '
-    'highest threshold); boosts[i] is the i-th collection''s boost. Ids that are not chunks of '
-    'these collections are ignored. Read-only.';
+    '..., 6, 4, 2; position is the order shown, rank the strength). knobs override the '
+    'collections'' settings (several collections: smallest non-zero cap, smallest lambda, highest '
+    'threshold). Ids that are not chunks of these collections are ignored; rows carry no leg '
+    'columns. Read-only.';

@@ -2,14 +2,11 @@
 -- and the history of evaluation runs. The Python package imports, exports
 -- and scores; what a psql user needs lives here: rebinding positives after a
 -- re-chunk, and the run history with each run's delta.
---
--- Error codes (besides those of 00_core.sql):
---   SFG01 unknown golden set
 
 create or replace function sift._golden_set(col sift.collections, golden_set text)
 returns sift.golden_sets
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     hit sift.golden_sets;
@@ -32,7 +29,7 @@ comment on function sift._golden_set(sift.collections, text) is
 create or replace function sift._golden_positives_before_write()
 returns trigger
 language plpgsql security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     q record;
@@ -80,8 +77,7 @@ create trigger golden_positives_before_write
 
 create or replace function sift.rebind_golden_set(
     collection text,
-    golden_set text,
-    tenant     text default 'default')
+    golden_set text)
 returns table (
     positive_id  bigint,
     question_key text,
@@ -90,11 +86,11 @@ returns table (
     source_uri   text,
     status       text)
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    col sift.collections := sift._collection(rebind_golden_set.tenant, rebind_golden_set.collection);
+    col sift.collections := sift._collection(rebind_golden_set.collection);
     gs  sift.golden_sets := sift._golden_set(col, rebind_golden_set.golden_set);
 begin
     return query
@@ -166,7 +162,7 @@ begin
     order by x.positive_id;
 end;
 $$;
-comment on function sift.rebind_golden_set(text, text, text) is
+comment on function sift.rebind_golden_set(text, text) is
     'After re-chunking or re-ingesting: binds every positive of the golden set to the chunk that '
     'now holds its text verbatim (strpos, case and whitespace exact). Status per positive: kept '
     '(its chunk still holds the text), rebound (another chunk of the same document, else the only '
@@ -176,7 +172,6 @@ comment on function sift.rebind_golden_set(text, text, text) is
 
 create or replace function sift.eval_history(
     collection text,
-    tenant     text default 'default',
     golden_set text default null,
     max_runs   integer default 50)
 returns table (
@@ -190,11 +185,11 @@ returns table (
     previous_run_id bigint,
     delta           jsonb)
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    col sift.collections := sift._collection(eval_history.tenant, eval_history.collection);
+    col sift.collections := sift._collection(eval_history.collection);
 begin
     if eval_history.max_runs is not null and eval_history.max_runs < 1 then
         raise exception 'max_runs must be at least 1 (null: every run), got %', eval_history.max_runs
@@ -225,7 +220,7 @@ begin
     order by l.run_id;
 end;
 $$;
-comment on function sift.eval_history(text, text, text, integer) is
+comment on function sift.eval_history(text, text, integer) is
     'Stored evaluation runs of a collection, oldest first (the latest max_runs; null: all), '
     'optionally of one golden set: settings used, metrics, when, and delta = each numeric metric '
     'minus the same metric of the previous run with the same golden set, k and label '

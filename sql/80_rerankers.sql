@@ -1,23 +1,24 @@
--- Rerankers: which hosted reranker a search uses, and what each call cost.
--- The rerank call itself runs in the client (it is the one step that leaves
--- the database); every decision about WHICH reranker runs, and for which
--- tenant, is made here, so psql users and every client agree.
+-- Rerankers: which hosted reranker a search uses, what each call cost, and
+-- thresholds calibrated for one. The rerank call itself runs in the client
+-- (the one step that leaves the database); every decision about WHICH
+-- reranker runs, for which tenant, with which key and endpoint, is made here,
+-- so psql users and every client agree.
 --
--- Secrets: a reranker stores secret_ref, the NAME of the environment variable
--- (or "scheme:path" key of a custom resolver) that holds its API key. The
--- client process resolves it when it builds the reranker; no table holds a key.
---
--- Error codes added here:
---   SF008 a collection names a reranker that is not registered for its tenant
+-- Secrets: a reranker names a secret_ref; the operator maps (tenant,
+-- secret_ref) to where the key is (sift.secret_mappings). A tenant can only
+-- reach its own mappings, never a variable of the client process by name.
+-- Endpoints: a provider's own, or a host the operator allowed
+-- (sift.allowed_endpoints).
 
 
 create or replace function sift.contextualize(context text, content text)
 returns text
 language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
 as $$
     -- The text a reranker scores: the chunk's context header, a blank line,
     -- then its text (the text alone when there is no header). The Python
-    -- twin is pgsift.rerank.contextualize.
+    -- twin is pgsift.rerankers.contextualize.
     select case when context is null or pg_catalog.btrim(context) = '' then content
                 else context || E'\n\n' || content end
 $$;
@@ -26,10 +27,10 @@ comment on function sift.contextualize(text, text) is
     'when the context header is null or blank.';
 
 
-create or replace function sift.rerank_texts(chunk_ids bigint[], tenant text default 'default')
+create or replace function sift.rerank_texts(chunk_ids bigint[])
 returns table (ord integer, chunk_id bigint, document text)
 language sql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
     -- One statement for the whole pool (never one per candidate), in the
     -- order given; ids that are not chunks of this tenant are left out.
@@ -37,19 +38,37 @@ as $$
     from pg_catalog.unnest(rerank_texts.chunk_ids) with ordinality as u(id, o)
     join sift.chunks k on k.chunk_id = u.id
     join sift.collections c on c.collection_id = k.collection_id
-    where c.tenant = rerank_texts.tenant
+    where c.tenant = sift.current_tenant()
     order by u.o
 $$;
-comment on function sift.rerank_texts(bigint[], text) is
+comment on function sift.rerank_texts(bigint[]) is
     'The texts a reranker scores for a candidate pool (sift.contextualize of each chunk), in the '
     'order of chunk_ids, with ord = the 1-based place in chunk_ids; chunks of other tenants are '
     'left out. Read-only.';
 
 
+create or replace function sift._endpoint_allowed(tenant text, url text)
+returns boolean
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- No url: the provider's own endpoint. Otherwise a prefix the operator
+    -- allowed, ending at a boundary (https://api.example.com never admits
+    -- https://api.example.com.attacker.net).
+    select url is null or exists (
+        select 1 from sift.allowed_endpoints e
+        where (e.tenant is null or e.tenant = _endpoint_allowed.tenant)
+          and left(url, length(e.url_prefix)) = e.url_prefix
+          and (length(url) = length(e.url_prefix) or right(e.url_prefix, 1) in ('/', ':')
+               or substr(url, length(e.url_prefix) + 1, 1) in ('/', ':', '?')))
+$$;
+comment on function sift._endpoint_allowed(text, text) is
+    'Internal: whether a reranker of this tenant may call url (null: the provider''s own endpoint).';
+
+
 create or replace function sift.register_reranker(
     alias         text,
     provider      text,
-    tenant        text default 'default',
     model         text default null,
     base_url      text default null,
     secret_ref    text default null,
@@ -60,36 +79,49 @@ create or replace function sift.register_reranker(
     is_default    boolean default false)
 returns sift.rerankers
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
-    chosen_model text := coalesce(model, case provider when 'voyage' then 'rerank-2'
-                                                      when 'cohere' then 'rerank-v3.5'
-                                                      when 'tei' then 'tei' end);
-    saved sift.rerankers;
+    bound  text := sift.current_tenant();
+    known  sift.reranker_providers;
+    saved  sift.rerankers;
 begin
-    if provider is null or provider not in ('voyage', 'cohere', 'tei') then
-        raise exception 'unknown reranker provider "%"', provider
-            using errcode = 'SF003', hint = 'providers: voyage, cohere, tei';
-    end if;
-    if secret_ref is not null and secret_ref !~ '^([A-Z_][A-Z0-9_]{0,127}|[a-z][a-z0-9_]{0,31}:[^\s]{1,200})$' then
-        -- Never echo the value: it may be the key itself.
-        raise exception 'secret_ref must name the variable that holds the API key, not hold the key'
+    select p.* into known from sift.reranker_providers p where p.provider = register_reranker.provider;
+    if known.provider is null then
+        raise exception 'unknown reranker provider "%"', left(provider, 100)
             using errcode = 'SF003',
-                  hint = 'e.g. secret_ref => ''PGSIFT_VOYAGE_KEY'' (an environment variable of the '
-                         'client process) or ''scheme:path'' for a custom resolver';
+                  hint = 'providers: ' || (select string_agg(p.provider, ', ' order by p.provider)
+                                           from sift.reranker_providers p);
+    end if;
+    if secret_ref is not null and secret_ref !~ '^[a-z][a-z0-9_.-]{0,63}$' then
+        -- Never echo the value: it may be the key itself.
+        raise exception 'secret_ref must be a short lower-case name the operator maps to the key, not the key'
+            using errcode = 'SF003',
+                  hint = 'e.g. secret_ref => ''voyage''; the operator maps it with sift.map_secret(tenant, ''voyage'', ''env:VAR'')';
+    end if;
+    if known.needs_secret and secret_ref is null then
+        raise exception '% bills an account: register it with a secret_ref', provider using errcode = 'SF003';
+    end if;
+    if known.needs_base_url and base_url is null then
+        raise exception '% has no public endpoint: register it with a base_url', provider using errcode = 'SF003';
+    end if;
+    if not sift._endpoint_allowed(bound, base_url) then
+        raise exception 'base_url % is not an endpoint the operator allows for tenant "%"', left(base_url, 200), bound
+            using errcode = 'SF008',
+                  hint = 'leave base_url out for the provider''s own endpoint, or ask the operator to allow it '
+                         '(sift.allow_endpoint)';
     end if;
     if is_default then
         update sift.rerankers r set is_default = false
-        where r.tenant = tenant and r.is_default and r.alias <> alias;
+        where r.tenant = bound and r.is_default and r.alias <> alias;
     end if;
     insert into sift.rerankers as r
         (tenant, alias, provider, model, base_url, secret_ref, timeout_ms, deadline_ms,
          max_attempts, context_chars, is_default)
-    values (tenant, alias, provider, chosen_model, base_url, secret_ref, timeout_ms, deadline_ms,
-            max_attempts, context_chars, coalesce(is_default, false))
-    on conflict on constraint rerankers_tenant_alias_key do update set
+    values (bound, alias, provider, coalesce(model, known.default_model), base_url, secret_ref,
+            timeout_ms, deadline_ms, max_attempts, context_chars, coalesce(is_default, false))
+    on conflict (tenant, alias) do update set
         provider = excluded.provider, model = excluded.model, base_url = excluded.base_url,
         secret_ref = excluded.secret_ref, timeout_ms = excluded.timeout_ms,
         deadline_ms = excluded.deadline_ms, max_attempts = excluded.max_attempts,
@@ -98,106 +130,93 @@ begin
     return saved;
 end;
 $$;
-comment on function sift.register_reranker(text, text, text, text, text, text, sift.rerank_timeout_ms,
+comment on function sift.register_reranker(text, text, text, text, text, sift.rerank_timeout_ms,
     sift.rerank_deadline_ms, sift.rerank_attempts, sift.rerank_context_chars, boolean) is
-    'Registers (or replaces, every setting) a reranker of a tenant under an alias: provider '
-    'voyage (model default rerank-2), cohere (rerank-v3.5) or tei (base_url required); '
-    'secret_ref names the environment variable holding the API key (never the key: it is '
-    'resolved in the client process); timeout_ms per HTTP attempt, deadline_ms for the whole '
-    'rerank of a search, max_attempts, context_chars of conversation before the query. '
-    'is_default makes it the tenant''s default (the one that scores a search over collections '
-    'naming different rerankers); at most one per tenant. Writes.';
+    'Registers (or replaces, every setting) a reranker of the current tenant under an alias. '
+    'provider: a row of sift.reranker_providers (voyage, cohere, tei); model defaults to the '
+    'provider''s. base_url: null for the provider''s own endpoint, else one the operator allowed '
+    '(SF008). secret_ref: a name the operator maps to this tenant''s key (sift.map_secret), never '
+    'the key. timeout_ms per HTTP attempt, deadline_ms for the whole rerank of a search, '
+    'max_attempts, context_chars of conversation before the query. is_default makes it the '
+    'tenant''s default (it scores a search over collections naming different rerankers). Writes.';
 
 
-create or replace function sift.drop_reranker(alias text, tenant text default 'default')
+create or replace function sift.drop_reranker(alias text)
 returns boolean
 language plpgsql volatile security invoker
-set search_path from current
-as $$
-#variable_conflict use_variable
-begin
-    -- Collections that named it stop reranking (they fall back to the fused
-    -- order) rather than point at nothing.
-    update sift.collections c set reranker_alias = null, rerank_enabled = false
-    where c.tenant = tenant and c.reranker_alias = alias;
-    delete from sift.rerankers r where r.tenant = tenant and r.alias = alias;
-    return found;
-end;
-$$;
-comment on function sift.drop_reranker(text, text) is
-    'Deletes a tenant''s reranker; the collections that named it are detached and switched off. '
-    'Returns false when there was none. Writes.';
-
-
-create or replace function sift.set_collection_reranker(
-    collection   text,
-    tenant       text default 'default',
-    alias        text default null,
-    enabled      boolean default null,
-    rerank_top_n sift.rerank_top_n default null,
-    reset        text[] default null)
-returns sift.collections
-language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
-    col     sift.collections := sift._collection(tenant, collection);
-    known   text[] := array['reranker_alias', 'rerank_enabled', 'rerank_top_n'];
-    unknown text[] := array(select r from pg_catalog.unnest(reset) as r where r is null or r <> all (known));
-    owner   text;
-    changed sift.collections;
+    bound text := sift.current_tenant();
 begin
-    if cardinality(unknown) > 0 then
-        raise exception 'reset names unknown setting(s): %', unknown
-            using errcode = 'SF003', hint = 'settings that can be reset: ' || array_to_string(known, ', ');
-    end if;
-    if alias is not null and not exists (
-            select 1 from sift.rerankers r where r.tenant = col.tenant and r.alias = alias) then
-        select r.tenant into owner from sift.rerankers r
-        where r.alias = alias order by r.tenant limit 1;
-        if owner is not null then
-            raise exception 'reranker "%" is registered for tenant "%", not for tenant "%" of collection "%"',
-                alias, owner, col.tenant, col.name
-                using errcode = 'SF008',
-                      hint = 'a collection can only use its own tenant''s rerankers (another tenant''s '
-                             'would bill that tenant and send this tenant''s queries to its account): '
-                             'register one with sift.register_reranker(..., tenant => ' || quote_literal(col.tenant) || ')';
-        end if;
-        raise exception 'no reranker "%" is registered for tenant "%" (collection "%")',
-            alias, col.tenant, col.name
-            using errcode = 'SF008',
-                  hint = 'register it first with sift.register_reranker(..., tenant => ' || quote_literal(col.tenant) || ')';
-    end if;
-    update sift.collections c set
-        reranker_alias = case when 'reranker_alias' = any (reset) then null
-                              else coalesce(alias, c.reranker_alias) end,
-        rerank_enabled = case when 'rerank_enabled' = any (reset) then false
-                              else coalesce(enabled, c.rerank_enabled) end,
-        rerank_top_n   = case when 'rerank_top_n' = any (reset) then 50
-                              else coalesce(rerank_top_n, c.rerank_top_n) end
-    where c.collection_id = col.collection_id
-    returning c.* into changed;
-    return changed;
+    -- Collections that named it stop reranking (they fall back to the fused
+    -- order) rather than point at nothing.
+    update sift.collections c set reranker_alias = null, knobs = c.knobs - 'rerank'
+    where c.tenant = bound and c.reranker_alias = alias;
+    delete from sift.rerankers r where r.tenant = bound and r.alias = alias;
+    return found;
 end;
 $$;
-comment on function sift.set_collection_reranker(text, text, text, boolean, sift.rerank_top_n, text[]) is
-    'Sets which reranker a collection uses (alias, registered for the collection''s own tenant, '
-    'else SF008 naming both tenants), whether reranking is on (enabled), and how many candidates '
-    'the pool widens to when it runs (rerank_top_n in [1, 1000], default 50). Reranking runs only '
-    'when enabled and an alias is set. null leaves a setting as it is; reset => array[...] puts '
-    'reranker_alias (null), rerank_enabled (false) or rerank_top_n (50) back. Writes.';
+comment on function sift.drop_reranker(text) is
+    'Deletes a reranker of the current tenant; the collections that named it are detached. '
+    'Returns false when there was none. Writes.';
 
 
-create or replace function sift.reranker_for(tenant text, collections text[])
+create or replace function sift._reranker_choice(
+    cols sift.collections[], knobs sift.knob_set[],
+    out alias text, out chosen_by text, out refused text, out rerank_top_n integer)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    aliases text[];
+begin
+    -- The collections that ask for a rerank: switched on, with a reranker named.
+    select array_agg(distinct (cols[i]).reranker_alias::text order by (cols[i]).reranker_alias::text),
+           max((knobs[i]).rerank_top_n)
+    into aliases, rerank_top_n
+    from generate_subscripts(cols, 1) as i
+    where (knobs[i]).rerank and (cols[i]).reranker_alias is not null;
+    if aliases is null then
+        rerank_top_n := null;
+        return;   -- reranking is off
+    end if;
+    -- One reranker scores the whole pool (one score scale): the collections'
+    -- common one, else the tenant's default.
+    if cardinality(aliases) = 1 then
+        alias := aliases[1];
+        chosen_by := 'collection';
+        return;
+    end if;
+    select r.alias into alias from sift.rerankers r
+    where r.tenant = (cols[1]).tenant and r.is_default;
+    chosen_by := 'tenant_default';
+    if alias is null then
+        refused := format('the collections name different rerankers (%s) and tenant "%s" has no '
+                          'default reranker', array_to_string(aliases, ', '), (cols[1]).tenant);
+    end if;
+end;
+$$;
+comment on function sift._reranker_choice(sift.collections[], sift.knob_set[]) is
+    'Internal: which reranker scores a search over these collections (their common one, else the '
+    'tenant''s default), or why none can; null alias when reranking is off.';
+
+
+create or replace function sift.reranker_for(
+    collection  text default null,
+    knobs       jsonb default '{}',
+    collections text[] default null,
+    reranker    text default null)
 returns table (
-    reranker_id     bigint,
-    reranker_tenant text,
-    alias           text,
+    reranker_id   bigint,
+    tenant        text,
+    alias         text,
     provider      text,
     model         text,
     base_url      text,
     secret_ref    text,
+    secret_source text,
     timeout_ms    integer,
     deadline_ms   integer,
     max_attempts  integer,
@@ -206,93 +225,71 @@ returns table (
     chosen_by     text,
     refused       text)
 language plpgsql stable security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    one      text;
-    cols     sift.collections[] := '{}';
-    n_on     integer;
-    aliases  text[];
-    top_n    integer;
-    pick     text;
-    why      text;
-    owner    text;
-    chosen   sift.rerankers;
+    cols   sift.collections[] := sift._collections(reranker_for.collection, reranker_for.collections);
+    ks     sift.knob_set[] := sift._resolve_all(cols, reranker_for.knobs);
+    choice record;
+    chosen sift.rerankers;
+    source text;
+    why    text;
 begin
-    if reranker_for.collections is null or cardinality(reranker_for.collections) = 0 then
-        raise exception 'collections must be a non-empty array of names' using errcode = 'SF003';
+    if reranker_for.reranker is not null then
+        -- A named reranker (calibration): the tenant's own, else refused.
+        if not exists (select 1 from sift.rerankers r
+                       where r.tenant = (cols[1]).tenant and r.alias = reranker_for.reranker) then
+            raise exception 'no reranker "%" is registered for tenant "%"', left(reranker_for.reranker, 128), (cols[1]).tenant
+                using errcode = 'SF008';
+        end if;
+        select reranker_for.reranker as alias, 'named'::text as chosen_by, null::text as refused,
+               (select max((ks[i]).rerank_top_n) from generate_subscripts(ks, 1) as i) as rerank_top_n
+        into choice;
+    else
+        choice := sift._reranker_choice(cols, ks);
     end if;
-    foreach one in array reranker_for.collections loop
-        cols := cols || sift._collection(reranker_for.tenant, one);
-    end loop;
-
-    -- Switched on and named: the collections that ask for a rerank.
-    select count(*)::integer,
-           array_agg(distinct (cols[i]).reranker_alias order by (cols[i]).reranker_alias),
-           max((cols[i]).rerank_top_n)::integer
-    into n_on, aliases, top_n
-    from pg_catalog.generate_subscripts(cols, 1) as i
-    where (cols[i]).rerank_enabled and (cols[i]).reranker_alias is not null;
-    if n_on = 0 then
+    if choice.alias is null and choice.refused is null then
         return;   -- reranking is off: no row
     end if;
-
-    -- One reranker scores the whole pool (one score scale): the collections'
-    -- common one, else the tenant's default.
-    if cardinality(aliases) = 1 then
-        pick := aliases[1];
-        why := 'collection';
-    else
-        select r.alias into pick from sift.rerankers r
-        where r.tenant = reranker_for.tenant and r.is_default;
-        why := 'tenant_default';
-        if pick is null then
-            return query select null::bigint, reranker_for.tenant, null::text, null::text, null::text,
-                null::text, null::text, null::integer, null::integer, null::integer, null::integer,
-                top_n, why,
-                format('the collections name different rerankers (%s) and tenant "%s" has no '
-                       'default reranker', array_to_string(aliases, ', '), reranker_for.tenant);
-            return;
+    if choice.refused is null then
+        select r.* into chosen from sift.rerankers r
+        where r.tenant = (cols[1]).tenant and r.alias = choice.alias;
+        if chosen.reranker_id is null then
+            why := format('reranker "%s" is not registered for tenant "%s"', choice.alias, (cols[1]).tenant);
+        elsif not sift._endpoint_allowed(chosen.tenant, chosen.base_url) then
+            why := format('reranker "%s" calls %s, which the operator no longer allows for tenant "%s"',
+                          chosen.alias, chosen.base_url, chosen.tenant);
         end if;
+        select m.source into source from sift.secret_mappings m
+        where m.tenant = chosen.tenant and m.secret_ref = chosen.secret_ref;
     end if;
-
-    -- The run-time tenant check: only a reranker registered for this tenant.
-    select r.* into chosen from sift.rerankers r
-    where r.tenant = reranker_for.tenant and r.alias = pick;
-    if chosen.reranker_id is null then
-        select r.tenant into owner from sift.rerankers r where r.alias = pick order by r.tenant limit 1;
-        why := case when owner is null
-            then format('reranker "%s" is not registered for tenant "%s"', pick, reranker_for.tenant)
-            else format('reranker "%s" belongs to tenant "%s", not to tenant "%s": refused (it would '
-                        'bill tenant "%s" and send this tenant''s queries to its account)',
-                        pick, owner, reranker_for.tenant, owner) end;
+    why := coalesce(choice.refused, why);
+    if why is not null then
         raise warning 'pgsift: %', why;
-        return query select null::bigint, reranker_for.tenant, pick, null::text, null::text,
-            null::text, null::text, null::integer, null::integer, null::integer, null::integer,
-            top_n, 'refused'::text, why;
+        return query select null::bigint, (cols[1]).tenant::text, choice.alias, null::text, null::text,
+            null::text, null::text, null::text, null::integer, null::integer, null::integer, null::integer,
+            choice.rerank_top_n, case when choice.refused is null then 'refused' else choice.chosen_by end, why;
         return;
     end if;
-
-    return query select chosen.reranker_id, chosen.tenant, chosen.alias, chosen.provider,
-        chosen.model, chosen.base_url, chosen.secret_ref, chosen.timeout_ms::integer,
+    return query select chosen.reranker_id, chosen.tenant::text, chosen.alias::text, chosen.provider,
+        chosen.model, chosen.base_url, chosen.secret_ref, source, chosen.timeout_ms::integer,
         chosen.deadline_ms::integer, chosen.max_attempts::integer, chosen.context_chars::integer,
-        top_n, why, null::text;
+        choice.rerank_top_n, choice.chosen_by, null::text;
 end;
 $$;
-comment on function sift.reranker_for(text, text[]) is
-    'The reranker a search over these collections of a tenant uses: no row when no collection '
-    'has reranking switched on with a reranker named; else one row: the collections'' common '
+comment on function sift.reranker_for(text, jsonb, text[], text) is
+    'The reranker a search over these collections (with these knobs) uses, or the one named by '
+    'reranker (chosen_by = named; another tenant''s: SF008): no row when reranking '
+    'is off (the rerank knob, and a reranker named); else one row: the collections'' common '
     'reranker (chosen_by = collection) or, when they name different ones, the tenant''s default '
-    '(chosen_by = tenant_default), with rerank_top_n = the largest of theirs. refused is set '
-    '(and the provider columns null) when it cannot run: different rerankers and no default, '
-    'or a reranker not registered for this tenant (checked here at run time too; another '
-    'tenant''s is refused with a warning in the server log). Secrets are not here: secret_ref '
-    'names the variable the client reads. Read-only.';
+    '(chosen_by = tenant_default), with rerank_top_n = the largest of theirs and secret_source = '
+    'where the operator keeps this tenant''s key for its secret_ref (null: not mapped). refused is '
+    'set (and the provider columns null) when it cannot run: different rerankers and no default, or '
+    'an endpoint the operator no longer allows. Read-only.';
 
 
 create or replace function sift.record_rerank_usage(
-    tenant         text,
     reranker_alias text,
     provider       text,
     model          text,
@@ -305,7 +302,7 @@ create or replace function sift.record_rerank_usage(
     error          text default null)
 returns bigint
 language plpgsql volatile security invoker
-set search_path from current
+set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
@@ -314,17 +311,100 @@ begin
     insert into sift.rerank_usage as u
         (tenant, reranker_alias, provider, model, documents, tokens, search_units, latency_ms,
          attempts, ok, billed, error)
-    values (tenant, reranker_alias, provider, model, documents, tokens, search_units,
-            greatest(latency_ms, 0), greatest(coalesce(attempts, 1), 1), ok,
+    values (sift.current_tenant(), left(reranker_alias, 128), left(provider, 64), left(model, 200), documents,
+            tokens, search_units, greatest(latency_ms, 0), greatest(coalesce(attempts, 1), 1), ok,
             -- A failed call is never billed.
             coalesce(ok, false),
-            case when coalesce(ok, false) then error else coalesce(error, 'failed') end)
+            case when coalesce(ok, false) then left(error, 2000) else left(coalesce(error, 'failed'), 2000) end)
     returning u.usage_id into id;
     return id;
 end;
 $$;
-comment on function sift.record_rerank_usage(text, text, text, text, integer, double precision,
-    boolean, bigint, double precision, integer, text) is
-    'Meters one rerank call: tenant, reranker alias, provider, model, documents sent, the tokens '
-    '(or Cohere search units) the provider reported, latency and attempts. ok = false records a '
-    'failed call, never billed, with its error. Returns the usage_id. Writes.';
+comment on function sift.record_rerank_usage(text, text, text, integer, double precision, boolean,
+    bigint, double precision, integer, text) is
+    'Meters one rerank call for the current tenant: reranker alias, provider, model, documents '
+    'sent, the tokens (or Cohere search units) the provider reported, latency and attempts. ok = '
+    'false records a failed call, never billed, with its error. Returns the usage_id. Writes (on a '
+    'hot standby it cannot: the client sends it to a primary or returns it).';
+
+
+create or replace function sift.store_calibrated_threshold(
+    collection     text,
+    reranker_alias text,
+    value          sift.score_threshold)
+returns sift.collections
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+    col     sift.collections := sift._collection(collection);
+    changed sift.collections;
+begin
+    if value is null then
+        raise exception 'value must be a number' using errcode = 'SF003';
+    end if;
+    if reranker_alias is null or not exists (
+            select 1 from sift.rerankers r where r.tenant = col.tenant and r.alias = reranker_alias) then
+        raise exception 'no reranker "%" is registered for tenant "%" (collection "%")',
+            left(reranker_alias, 128), col.tenant, col.name
+            using errcode = 'SF008',
+                  hint = 'a threshold is calibrated for one of the collection''s own tenant''s rerankers';
+    end if;
+    -- Two steps: the collections trigger forgets the reranker of a threshold
+    -- that changes under an unchanged tag; the new tag marks it calibrated.
+    update sift.collections c set knobs = c.knobs - 'threshold_reranker'
+    where c.collection_id = col.collection_id;
+    update sift.collections c
+    set knobs = c.knobs || jsonb_build_object('score_threshold', value, 'threshold_reranker', reranker_alias)
+    where c.collection_id = col.collection_id
+    returning c.* into changed;
+    return changed;
+end;
+$$;
+comment on function sift.store_calibrated_threshold(text, text, sift.score_threshold) is
+    'Stores a score threshold calibrated for a reranker (pgsift calibrate --store): the '
+    'collection''s score_threshold and threshold_reranker knobs, the alias registered for the '
+    'collection''s tenant (else SF008). Finalize applies it only to pools that reranker scored; '
+    'changing the collection''s reranker clears it. Writes.';
+
+
+-- The operator's side (owner-only tables; these fail for anyone else).
+
+create or replace function sift.map_secret(tenant text, secret_ref text, source text)
+returns void
+language sql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    insert into sift.secret_mappings (tenant, secret_ref, source) values (tenant, secret_ref, source)
+    on conflict on constraint secret_mappings_pkey do update set source = excluded.source
+$$;
+comment on function sift.map_secret(text, text, text) is
+    'Operator only: where the key of a tenant''s secret_ref is, e.g. ''env:PGSIFT_ACME_VOYAGE'' '
+    '(an environment variable of the client process) or ''vault:kv/acme/voyage'' (for the '
+    'application''s resolver). Writes.';
+
+
+create or replace function sift.allow_endpoint(url_prefix text, tenant text default null)
+returns bigint
+language sql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    insert into sift.allowed_endpoints (tenant, url_prefix) values (tenant, url_prefix)
+    returning endpoint_id
+$$;
+comment on function sift.allow_endpoint(text, text) is
+    'Operator only: lets rerankers of one tenant (or of every tenant: null) call a host other than '
+    'their provider''s own, e.g. a self-hosted TEI server. Writes.';
+
+
+create or replace function sift.map_role(role_name name, tenant text)
+returns void
+language sql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    insert into sift.tenant_roles (role_name, tenant) values (role_name, tenant)
+    on conflict on constraint tenant_roles_pkey do update set tenant = excluded.tenant
+$$;
+comment on function sift.map_role(name, text) is
+    'Operator only: the role (and its members) acts for this tenant, whatever it binds. Writes.';

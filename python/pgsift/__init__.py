@@ -1,33 +1,61 @@
 """pgsift: hybrid retrieval for RAG inside PostgreSQL.
 
 Every ranking step is a SQL function in schema `sift`; this package calls
-them (Client), installs them (migrate), and runs the embedded server.
+them (Client, AsyncClient), installs them (migrate), and makes the one call
+that must leave the database, the hosted rerank (pgsift.rerankers).
 """
 
-from . import rerank
-from .client import Client, Embedder
+from importlib.metadata import PackageNotFoundError, version
+
+from . import rerankers
+from .client import Client
+from .client_async import AsyncClient
 from .errors import (
     CollectionExists,
     CollectionNotFound,
     DimensionMismatch,
     DocumentNotFound,
     EmbedderUnavailable,
+    GoldenSetExists,
+    GoldenSetNotFound,
+    ImmutableChunk,
     IncompatibleCollections,
     InvalidArgument,
     InvalidKnob,
     MigrationError,
+    PermissionDenied,
     PgsiftError,
+    RerankerNotAllowed,
     ServerUnavailable,
+    TenantError,
     UnknownLanguage,
 )
 from .migrate import install_script, migrate
-from .models import Candidate, Chunk, Collection, Document, Hit, SearchResult
+from .migrate_async import migrate as amigrate
+from .models import (
+    Candidate,
+    Chunk,
+    Collection,
+    Document,
+    Embedder,
+    Explanation,
+    Hit,
+    Knob,
+    Reranked,
+    RerankerConfig,
+    SearchResult,
+)
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("pgsift")   # the one version source: pyproject.toml
+except PackageNotFoundError:  # pragma: no cover - running from a checkout without installing
+    __version__ = "0+unknown"
 
 __all__ = [
-    "Candidate", "Chunk", "Client", "Collection", "CollectionExists", "CollectionNotFound",
-    "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "Hit", "IncompatibleCollections",
-    "InvalidArgument", "InvalidKnob", "MigrationError", "PgsiftError", "SearchResult",
-    "ServerUnavailable", "UnknownLanguage", "install_script", "migrate", "rerank",
+    "AsyncClient", "Candidate", "Chunk", "Client", "Collection", "CollectionExists", "CollectionNotFound",
+    "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "Explanation",
+    "GoldenSetExists", "GoldenSetNotFound", "Hit", "ImmutableChunk", "IncompatibleCollections", "InvalidArgument",
+    "InvalidKnob", "Knob", "MigrationError", "PermissionDenied", "PgsiftError", "Reranked", "RerankerConfig",
+    "RerankerNotAllowed", "SearchResult", "ServerUnavailable", "TenantError", "UnknownLanguage", "amigrate",
+    "install_script", "migrate", "rerankers",
 ]

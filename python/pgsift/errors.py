@@ -1,13 +1,16 @@
-"""Typed errors a caller can act on.
+"""Typed errors a caller can act on, and the one table that maps database errors to them.
 
-The SQL functions raise SQLSTATEs of class SF (see sql/00_core.sql) and the
-knob domains raise check_violation naming the knob; `translate` turns those
-into the exceptions below so nobody has to parse messages.
+The SQL functions raise SQLSTATEs of class SF, the knob domains raise check
+violations naming the knob, and row-level security raises 42501; `translate`
+turns those into the exceptions below so nobody parses messages. `SQLSTATES`
+is the registry of every code pgsift raises (docs/errors.md is checked
+against it).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import psycopg
 
@@ -16,12 +19,20 @@ class PgsiftError(Exception):
     """Base class of every error pgsift raises on purpose."""
 
 
+class InvalidArgument(PgsiftError, ValueError):
+    """An argument is malformed (a filter that is not an object, a blank name, a zero vector...)."""
+
+
 class CollectionNotFound(PgsiftError, LookupError):
     """The collection does not exist for this tenant."""
 
 
-class DimensionMismatch(PgsiftError, ValueError):
-    """An embedding's dimension differs from the collection's."""
+class CollectionExists(PgsiftError):
+    """A collection of that name already exists for the tenant."""
+
+
+class DimensionMismatch(InvalidArgument):
+    """An embedding's dimension differs from the collection's (`.got`, `.expected`)."""
 
     def __init__(self, message: str, *, got: int | None = None, expected: int | None = None):
         super().__init__(message)
@@ -29,16 +40,12 @@ class DimensionMismatch(PgsiftError, ValueError):
         self.expected = expected
 
 
-class InvalidKnob(PgsiftError, ValueError):
-    """A ranking knob is out of its allowed range (refused by the database's CHECK)."""
+class InvalidKnob(InvalidArgument):
+    """A knob is unknown, of the wrong type, not allowed here, or out of its range (`.knob`)."""
 
     def __init__(self, message: str, *, knob: str | None = None):
         super().__init__(message)
         self.knob = knob
-
-
-class InvalidArgument(PgsiftError, ValueError):
-    """An argument is malformed (a filter that is not an object, a blank name, ...)."""
 
 
 class UnknownLanguage(InvalidArgument):
@@ -49,12 +56,32 @@ class IncompatibleCollections(InvalidArgument):
     """Collections searched together differ in embedding size: search them separately."""
 
 
+class ImmutableChunk(InvalidArgument):
+    """Chunk text is never rewritten: replace the document instead."""
+
+
 class DocumentNotFound(PgsiftError, LookupError):
     """A chunk names a document that does not exist."""
 
 
-class CollectionExists(PgsiftError):
-    """A collection of that name already exists for the tenant."""
+class TenantError(PgsiftError, PermissionError):
+    """No tenant is bound, or this role may not act for the tenant it asked for."""
+
+
+class PermissionDenied(PgsiftError, PermissionError):
+    """The database refused: this role lacks the grant, or the row is another tenant's."""
+
+
+class RerankerNotAllowed(PgsiftError, PermissionError):
+    """A reranker (or its endpoint) is not this tenant's to use."""
+
+
+class GoldenSetNotFound(PgsiftError, LookupError):
+    """The collection has no golden set of that name (or none at all)."""
+
+
+class GoldenSetExists(PgsiftError):
+    """A golden set of that name already exists in the collection (replace it explicitly)."""
 
 
 class MigrationError(PgsiftError):
@@ -69,45 +96,85 @@ class ServerUnavailable(PgsiftError, RuntimeError):
     """No database: DATABASE_URL unset and the embedded server is not installed or not running."""
 
 
+class EvaluationUnavailable(PgsiftError, RuntimeError):
+    """The optional evaluation libraries are not installed."""
+
+
+@dataclass(frozen=True)
+class Code:
+    """One SQLSTATE pgsift raises: the exception it becomes and what it means."""
+
+    error: type[PgsiftError]
+    meaning: str
+
+
+# Every code pgsift raises on purpose. Codes of class SF are pgsift's own.
+SQLSTATES: dict[str, Code] = {
+    "SF001": Code(CollectionNotFound, "unknown collection (for the current tenant)"),
+    "SF002": Code(DimensionMismatch, "an embedding's dimension differs from the collection's"),
+    "SF003": Code(InvalidArgument, "an argument is malformed, out of range or too large"),
+    "SF004": Code(UnknownLanguage, "unknown text search configuration"),
+    "SF005": Code(ImmutableChunk, "chunk text is never rewritten"),
+    "SF006": Code(DocumentNotFound, "a chunk names an unknown document"),
+    "SF007": Code(IncompatibleCollections, "collections searched together differ in embedding size"),
+    "SF008": Code(RerankerNotAllowed, "a reranker or endpoint is not the tenant's to use"),
+    "SF009": Code(InvalidKnob, "a knob is unknown, of the wrong type or not settable here"),
+    "SF010": Code(TenantError, "no tenant is bound, or the role may not act for that tenant"),
+    "SFG01": Code(GoldenSetNotFound, "unknown golden set"),
+    "23514": Code(InvalidKnob, "check_violation: a knob's domain (named) or a table CHECK"),
+    "23505": Code(CollectionExists, "unique_violation: a collection or golden set name is taken"),
+    "42501": Code(PermissionDenied, "insufficient_privilege: a grant or row-level policy refused"),
+    "22P02": Code(InvalidArgument, "invalid_text_representation: a malformed vector"),
+}
+
 _DIMS = re.compile(r"has (\d+) dimensions; collection .* expects (\d+)")
-_DOMAIN = re.compile(r'domain sift\.(\w+)')
-# Table CHECKs (and their per-call twins) that tie two knobs together: the knob to name.
-_CONSTRAINT_KNOBS = {"recency_weight_within_ceiling": "recency_weight"}
+_DOMAIN = re.compile(r"domain sift\.(\w+)")
+_KNOB_IN_MESSAGE = re.compile(r"^(?:invalid value for knob |unknown knob \")?(\w+)")
+# Table CHECKs that are not about a knob: a blank or too long name, a bad URI...
+_SHAPES = {"name_shape": "a name must be 1 to 128 characters",
+           "source_uri_shape": "source_uri must be 1 to 2048 bytes"}
+_KNOB_CONSTRAINTS = {"recency_weight_within_ceiling": "recency_weight"}
+
+
+def _message(exc: psycopg.Error) -> tuple[str, str | None]:
+    diag = exc.diag
+    message = (diag.message_primary or str(exc)).strip()
+    return message, diag.message_hint
 
 
 def translate(exc: psycopg.Error) -> Exception:
     """Map a database error to a typed pgsift error; unknown errors pass through unchanged."""
-    state = getattr(exc, "sqlstate", None)
-    diag = getattr(exc, "diag", None)
-    message = (diag.message_primary if diag and diag.message_primary else str(exc)).strip()
-    hint = diag.message_hint if diag else None
+    state = exc.sqlstate
+    if state not in SQLSTATES:
+        return exc
+    message, hint = _message(exc)
     full = f"{message} ({hint})" if hint else message
-    if state == "SF001":
-        return CollectionNotFound(full)
+    constraint = exc.diag.constraint_name or ""
     if state == "SF002":
         m = _DIMS.search(message)
         got, expected = (int(m.group(1)), int(m.group(2))) if m else (None, None)
         return DimensionMismatch(full, got=got, expected=expected)
-    if state == "SF004":
-        return UnknownLanguage(full)
-    if state in ("SF003", "SF005"):
-        return InvalidArgument(full)
-    if state == "SF006":
-        return DocumentNotFound(full)
-    if state == "SF007":
-        return IncompatibleCollections(full)
-    if state == "23514":  # check_violation: a knob's domain or a table CHECK
-        constraint = (diag.constraint_name if diag else None) or ""
-        if constraint in _CONSTRAINT_KNOBS:
-            knob = _CONSTRAINT_KNOBS[constraint]
+    if state == "SF009":
+        m = _KNOB_IN_MESSAGE.match(message)
+        return InvalidKnob(full, knob=m.group(1) if m else None)
+    if state == "23514":
+        if constraint in _KNOB_CONSTRAINTS:
+            knob = _KNOB_CONSTRAINTS[constraint]
             return InvalidKnob(f"invalid value for {knob}: {full}", knob=knob)
         m = _DOMAIN.search(message)
-        if m or constraint.endswith(("_range", "_positive", "_known")):
+        if constraint in _SHAPES or (m and m.group(1) == "name"):
+            return InvalidArgument(f"{_SHAPES.get(constraint, 'a name must be 1 to 128 characters')}: {full}")
+        if m or constraint.endswith(("_range", "_known")):
             knob = m.group(1) if m else constraint.rsplit("_", 1)[0]
             return InvalidKnob(f"invalid value for {knob}: {message}", knob=knob)
         return InvalidArgument(full)
-    if state == "23505" and diag and diag.constraint_name == "collections_tenant_name_key":
-        return CollectionExists(full)
-    if state == "22P02" and "vector" in message:
-        return InvalidArgument(f"malformed embedding: {message}")
-    return exc
+    if state == "23505":
+        if constraint == "golden_sets_collection_name_key":
+            return GoldenSetExists("a golden set of that name already exists in the collection "
+                                   "(pass replace=True / --replace to overwrite it)")
+        if constraint == "collections_tenant_name_key":
+            return CollectionExists(full)
+        return exc
+    if state == "22P02":
+        return InvalidArgument(f"malformed embedding: {message}") if "vector" in message else exc
+    return SQLSTATES[state].error(full)

@@ -1,95 +1,89 @@
+# DO NOT EDIT: generated from python/pgsift/migrate_async.py by tools/async_to_sync.py.
+# Change the async source and run `make sync` (a test fails while this file is stale).
 """Install and upgrade pgsift in any PostgreSQL that has pgvector.
 
 Numbered files in migrations/ run once, in order, and are recorded with their
-sha256 (a shipped migration never changes); every file in sql/ is
-`create or replace` and re-applied each time. Everything happens in one
-transaction under an advisory lock, so two concurrent `migrate` calls are
-safe and a failed install leaves nothing behind. `install_script()` renders
-the same steps as one file for `psql -f` where Python is not at hand.
+sha256 (a shipped migration never changes); the files in sql/ are
+`create or replace` and re-applied when they (or the migrations under them)
+changed, recorded by one sha256, so running migrate again on an unchanged
+install takes no lock at all. Everything happens in one transaction under an
+advisory lock: two concurrent migrates are safe and a failed install leaves
+nothing behind.
+
+Under live traffic: DDL waits at most LOCK_TIMEOUT_MS for each table lock,
+taken up front in one order; if it cannot have them all it gives them back,
+waits and tries again, so a search never deadlocks with it and never waits for
+long. `install_script()` renders the same steps as one file for `psql -f`.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from pathlib import Path
+import random
 
 import psycopg
+from psycopg import sql
 
-from . import queries
-from .errors import MigrationError
+from . import queries as q
+from .compat import sleep
+from .errors import MigrationError, translate
+from .schema import (
+    VECTOR_SCHEMA_TOKEN,
+    function_files,
+    functions_sha256,
+    migration_files,
+    with_vector_schema,
+)
 
-_PACKAGE = Path(__file__).resolve().parent
-
-
-def _find(dirname: str) -> Path:
-    for candidate in (_PACKAGE / dirname, _PACKAGE.parent.parent / dirname):
-        if candidate.is_dir():
-            return candidate
-    raise MigrationError(f"pgsift's {dirname}/ folder is missing from the installation")
-
-
-@dataclass(frozen=True)
-class SqlFile:
-    version: str
-    path: Path
-
-    @property
-    def text(self) -> str:
-        return self.path.read_text(encoding="utf-8")
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+LOCK_TIMEOUT_MS = 200
+ATTEMPTS = 40
 
 
-def migration_files() -> list[SqlFile]:
-    return [SqlFile(p.stem, p) for p in sorted(_find("migrations").glob("*.sql"))]
-
-
-def function_files() -> list[SqlFile]:
-    return [SqlFile(p.stem, p) for p in sorted(_find("sql").glob("*.sql"))]
-
-
-def migrate(conn: psycopg.Connection) -> list[str]:
+def migrate(conn: psycopg.Connection, *, attempts: int = ATTEMPTS) -> list[str]:
     """Bring the database up to date; returns the migrations applied now (in order)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _migrate_once(conn)
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected) as exc:
+            if attempt == attempts:
+                raise MigrationError(f"could not take the locks migrate needs after {attempts} attempts "
+                                     f"(busy tables): {exc}") from exc
+            sleep(min(0.05 * attempt, 1.0) * (0.5 + random.random()))
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+    raise MigrationError("migrate made no attempt")   # attempts < 1
+
+
+def _migrate_once(conn: psycopg.Connection) -> list[str]:
     applied_now: list[str] = []
     with conn.transaction():
-        for statement in queries.MIGRATE_PRELUDE:
+        for statement in q.MIGRATE_PRELUDE:
             conn.execute(statement)
-        done = dict(conn.execute(queries.APPLIED_MIGRATIONS).fetchall())
+        row = (conn.execute(q.VECTOR_SCHEMA)).fetchone()
+        if row is None:
+            raise MigrationError("the vector extension is not installed and could not be created")
+        vector_schema = sql.Identifier(row[0]).as_string(conn)
+        done = dict((conn.execute(q.APPLIED_MIGRATIONS)).fetchall())
+        recorded = (conn.execute(q.APPLIED_FUNCTIONS)).fetchone()
+        pending = [m for m in migration_files() if m.version not in done]
         for mig in migration_files():
-            if mig.version in done:
-                if done[mig.version] != mig.sha256:
-                    raise MigrationError(
-                        f"migration {mig.version} changed after it was applied "
-                        "(shipped migrations are frozen: add a new numbered file instead)")
-                continue
-            conn.execute(mig.text)
-            conn.execute(queries.RECORD_MIGRATION, {"version": mig.version, "sha256": mig.sha256})
+            if mig.version in done and done[mig.version] != mig.sha256:
+                raise MigrationError(
+                    f"migration {mig.version} changed after it was applied "
+                    "(shipped migrations are frozen: add a new numbered file instead)")
+        sha = functions_sha256()
+        if not pending and recorded is not None and recorded[0] == sha:
+            return applied_now   # up to date: no lock taken, nothing re-applied
+        conn.execute(q.LOCK_TIMEOUT, {"ms": str(LOCK_TIMEOUT_MS)})
+        tables = [r[0] for r in (conn.execute(q.SIFT_TABLES)).fetchall()]
+        if tables:
+            conn.execute(q.lock_tables(tables))
+        for mig in pending:
+            conn.execute(with_vector_schema(mig.text, vector_schema))
+            conn.execute(q.RECORD_MIGRATION, {"version": mig.version, "sha256": mig.sha256})
             applied_now.append(mig.version)
         for fn in function_files():
-            conn.execute(fn.text)
-    return applied_now
-
-
-async def amigrate(conn: psycopg.AsyncConnection) -> list[str]:
-    """Async twin of `migrate`."""
-    applied_now: list[str] = []
-    async with conn.transaction():
-        for statement in queries.MIGRATE_PRELUDE:
-            await conn.execute(statement)
-        done = dict(await (await conn.execute(queries.APPLIED_MIGRATIONS)).fetchall())
-        for mig in migration_files():
-            if mig.version in done:
-                if done[mig.version] != mig.sha256:
-                    raise MigrationError(f"migration {mig.version} changed after it was applied")
-                continue
-            await conn.execute(mig.text)
-            await conn.execute(queries.RECORD_MIGRATION, {"version": mig.version, "sha256": mig.sha256})
-            applied_now.append(mig.version)
-        for fn in function_files():
-            await conn.execute(fn.text)
+            conn.execute(with_vector_schema(fn.text, vector_schema))
+        conn.execute(q.RECORD_FUNCTIONS, {"sha256": sha})
     return applied_now
 
 
@@ -97,24 +91,42 @@ def install_script() -> str:
     """One SQL file doing what `migrate` does, for `psql -1 -f` on a managed database."""
     parts = [
         "-- pgsift install script: generated by `pgsift install-sql`; run with psql -f.",
-        "-- Same steps as `pgsift migrate`: migrations once (recorded), functions re-applied.",
+        "-- Same steps as `pgsift migrate`: migrations once (recorded), functions when changed.",
         "begin;",
     ]
-    parts += [s + ";" for s in queries.MIGRATE_PRELUDE]
+    parts += [s + ";" for s in q.MIGRATE_PRELUDE]
+    schema = ("(select pg_catalog.quote_ident(n.nspname) from pg_catalog.pg_extension e "
+              "join pg_catalog.pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector')")
     for mig in migration_files():
-        tag = "$mig_" + mig.sha256[:16] + "$"
-        if tag in mig.text:
-            raise MigrationError(f"migration {mig.version} contains its own dollar tag {tag}")
+        tag = _tag(mig.text, mig.sha256)
         parts.append(
             f"-- migration {mig.version}\n"
-            f"do {tag}\nbegin\n"
+            f"do $do_{tag}$\nbegin\n"
             f"  if not exists (select 1 from sift.schema_migrations where version = '{mig.version}') then\n"
-            f"    execute {tag[:-1]}body{tag[-1:]}{mig.text}{tag[:-1]}body{tag[-1:]};\n"
+            f"    execute pg_catalog.replace($body_{tag}${mig.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', {schema});\n"
             f"    insert into sift.schema_migrations (version, sha256) values "
             f"('{mig.version}', '{mig.sha256}');\n"
-            f"  end if;\nend\n{tag};"
-        )
-    for fn in function_files():
-        parts.append(f"-- functions: sql/{fn.path.name}\n{fn.text}")
+            f"  end if;\nend\n$do_{tag}$;")
+    sha = functions_sha256()
+    files = "\n".join(
+        f"    -- sql/{fn.path.name}\n"
+        f"    execute pg_catalog.replace($body_{_tag(fn.text, fn.sha256)}${fn.text}$body_{_tag(fn.text, fn.sha256)}$, "
+        f"'{VECTOR_SCHEMA_TOKEN}', {schema});"
+        for fn in function_files())
+    parts.append(
+        "-- functions: re-applied when they changed\n"
+        f"do $functions$\nbegin\n"
+        f"  if (select pg_catalog.max(sha256) from sift.schema_functions) is distinct from '{sha}' then\n"
+        f"{files}\n"
+        f"    delete from sift.schema_functions;\n"
+        f"    insert into sift.schema_functions (sha256) values ('{sha}');\n"
+        f"  end if;\nend\n$functions$;")
     parts.append("commit;")
     return "\n\n".join(parts) + "\n"
+
+
+def _tag(text: str, sha: str) -> str:
+    tag = sha[:16]
+    if f"$body_{tag}$" in text or f"$do_{tag}$" in text or "$functions$" in text:
+        raise MigrationError(f"a shipped SQL file contains pgsift's own dollar tag {tag}")
+    return tag

@@ -1,45 +1,50 @@
-"""Rows in and out of pgsift, as dataclasses."""
+"""Rows in and out of pgsift, as dataclasses.
+
+The row types mirror the SQL contract's composite types (sift.hit,
+sift.candidate, sift.explanation) column for column; knob values travel as
+dicts (`Collection.knobs`, `Collection.settings`), so a new knob needs no
+change here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import InvalidArgument
+
+Vector = Sequence[float] | npt.NDArray[Any]
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into L2-normalised vectors (see pgsift.embed)."""
+
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
 @dataclass(frozen=True)
 class Collection:
+    """A collection as sift.collection_info returns it: `knobs` holds the values set for it,
+    `settings` every knob in force (defaults included)."""
+
     collection_id: int
     tenant: str
     name: str
     search_language: str
     embedding_dims: int
     distance: str
-    hybrid: bool
-    dense_weight: float
-    rrf_k: float
-    fetch_k: int
-    exact_search_limit: int
     description: str | None
-    lexical_scorer: str
-    bm25_k1: float
-    bm25_b: float
+    reranker: str | None
     created_at: datetime
-    # The finalize stage (sift.alter_ranking): see docs/sql.md, "Ranking knobs".
-    recency_field: str | None
-    recency_half_life: timedelta
-    recency_weight: float
-    recency_ceiling: float
-    per_document_cap: int
-    mmr_lambda: float | None
-    boost: float
-    score_threshold: float | None
-    lost_in_the_middle: bool
+    knobs: dict[str, Any]
+    settings: dict[str, Any]
 
 
 @dataclass
@@ -47,7 +52,7 @@ class Chunk:
     """One chunk to write: its text, its embedding, and optionally a context header."""
 
     content: str
-    embedding: Sequence[float] | np.ndarray
+    embedding: Vector | None
     context: str | None = None
     token_count: int | None = None
 
@@ -67,15 +72,17 @@ class Document:
 
 @dataclass(frozen=True)
 class Hit:
-    """One result row. `rank` is its strength (1 = best after every knob), `position` the
-    order it is presented in (they differ only with lost_in_the_middle). `score` is
+    """One result row (sift.hit). `rank` is its strength (1 = best after every knob), `position`
+    the order it is presented in (they differ only with lost_in_the_middle). `score` is
     `base_score` (fused, or the reranker's) times `recency_factor` times `boost`. The leg
-    columns are None for rows of `Client.finalize`, which does not know how a pool was
-    retrieved."""
+    columns are None for rows of `finalize`, which does not know how a pool was retrieved.
+    `rerank_score` and `fused_score` are set by the client when a reranker scored the pool."""
 
     rank: int
+    position: int
     chunk_id: int
     document_id: int
+    collection_name: str
     source_uri: str
     title: str | None
     ordinal: int
@@ -83,30 +90,52 @@ class Hit:
     context: str | None
     metadata: dict[str, Any]
     score: float
-    found_by: str | None = None
-    dense_rank: int | None = None
-    dense_distance: float | None = None
-    lexical_rank: int | None = None
-    lexical_score: float | None = None
-    legs: list[str] = field(default_factory=list)
-    lexical_query: str | None = None
-    collection_name: str | None = None
-    base_score: float | None = None
-    pool_rank: int | None = None
-    recency_factor: float | None = None
-    boost: float = 1.0
-    position: int | None = None
-    threshold_applied: bool = False
-    below_threshold: int = 0
+    base_score: float
+    pool_rank: int
+    found_by: str | None
+    dense_rank: int | None
+    dense_distance: float | None
+    lexical_rank: int | None
+    lexical_score: float | None
+    legs: list[str] | None
+    lexical_query: str | None
+    recency_factor: float
+    boost: float
+    threshold_applied: bool
+    below_threshold: int
+    threshold_skipped: str | None
+    reranker: str | None
+    rerank_refused: str | None
     rerank_score: float | None = None
-    fused_score: float | None = None     # set when reranked: base_score is then the reranker's
+    fused_score: float | None = None
 
 
 @dataclass(frozen=True)
 class Candidate:
+    """One row of the fused pool (sift.candidate)."""
+
+    chunk_id: int
+    document_id: int
+    collection_name: str
+    fused_rank: int
+    score: float
+    found_by: str
+    dense_rank: int | None
+    dense_distance: float | None
+    lexical_rank: int | None
+    lexical_score: float | None
+    legs: list[str]
+    lexical_query: str | None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """One row of the candidate view (sift.explanation): what every stage did to a candidate."""
+
     fused_rank: int | None
     chunk_id: int
     document_id: int
+    collection_name: str
     source_uri: str
     title: str | None
     ordinal: int
@@ -115,13 +144,13 @@ class Candidate:
     dense_distance: float | None
     lexical_rank: int | None
     lexical_score: float | None
+    base_score: float | None
     score: float | None
     kept: bool
+    cut_by: str | None
     reason: str
     legs: list[str]
     lexical_query: str | None
-    collection_name: str
-    base_score: float | None
     recency_date: datetime | None
     recency_factor: float | None
     boost: float | None
@@ -130,24 +159,64 @@ class Candidate:
     mmr_penalty: float | None
     final_rank: int | None
     position: int | None
-    cut_by: str | None
     threshold_applied: bool
     below_threshold: int
+    threshold_skipped: str | None
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One row of sift.knobs(): a knob's definition, and with a collection its value in force."""
+
+    name: str
+    type: str
+    default_value: Any
+    allowed: str
+    can_be_off: bool
+    off_value: Any
+    scope: str
+    stage: str
+    meaning: str
+    value: Any
+    source: str | None
+
+
+@dataclass(frozen=True)
+class RerankerConfig:
+    """The reranker SQL chose for a search (a row of sift.reranker_for). `refused` says why it
+    cannot run (the provider columns are then None); `secret_source` is where the operator keeps
+    this tenant's key ("env:VAR", or a reference for the application's resolver)."""
+
+    tenant: str
+    alias: str | None
+    provider: str | None
+    model: str | None
+    base_url: str | None = None
+    secret_ref: str | None = None
+    secret_source: str | None = None
+    timeout_ms: int | None = 2000
+    deadline_ms: int | None = 3000
+    max_attempts: int | None = 2
+    context_chars: int | None = 1500
+    rerank_top_n: int | None = 50
+    chosen_by: str | None = None
+    refused: str | None = None
+    reranker_id: int | None = None
+
+    @property
+    def usable(self) -> bool:
+        """Switched on, named, allowed: a search with this config calls the reranker."""
+        return self.refused is None and self.provider is not None
 
 
 @dataclass(frozen=True)
 class SearchResult:
-    """The hits, plus how they were produced (which legs ran, the lexical query, whether a
-    score threshold was applied and how many candidates fell below it)."""
+    """The hits, plus how they were produced."""
 
     hits: list[Hit]
-    # Set when the collections name a reranker: what it did (pgsift.rerank.RerankOutcome:
-    # reranked, partial, fault, reason, alias, chosen_by, latency_ms, ...).
+    # What reranking did, when the collections use a reranker (pgsift.rerankers.RerankOutcome:
+    # reranked, partial, fault, reason, alias, chosen_by, latency_ms, usage_recorded, ...).
     rerank: Any = None
-    # Set when the collections' stored score threshold was calibrated for a reranker other
-    # than the one that scored this pool (or for a reranker, and none scored it): why it was
-    # not applied. A per-call score_threshold is always applied.
-    threshold_skipped: str | None = None
 
     @property
     def reranked(self) -> bool:
@@ -165,15 +234,18 @@ class SearchResult:
 
     @property
     def threshold_applied(self) -> bool | None:
-        """Whether a score threshold was in effect; None when nothing came back (the rows carry
-        it: ask `Client.explain` why a result is empty)."""
+        """Whether a score threshold was in effect; None when nothing came back (ask `explain`)."""
         return self.hits[0].threshold_applied if self.hits else None
 
     @property
     def below_threshold(self) -> int | None:
-        """How many candidates the score threshold dropped (broaden and retry when many);
-        None when nothing came back."""
+        """How many candidates the score threshold dropped; None when nothing came back."""
         return self.hits[0].below_threshold if self.hits else None
+
+    @property
+    def threshold_skipped(self) -> str | None:
+        """Why a score threshold calibrated for a reranker was not applied to these scores."""
+        return self.hits[0].threshold_skipped if self.hits else None
 
     def __iter__(self) -> Iterator[Hit]:
         return iter(self.hits)
@@ -185,7 +257,7 @@ class SearchResult:
         return self.hits[i]
 
 
-def vector_text(embedding: Sequence[float] | np.ndarray, what: str = "embedding") -> str:
+def vector_text(embedding: Any, what: str = "embedding") -> str:
     """pgvector's text form of an embedding, refusing what the database would choke on."""
     try:
         arr = np.asarray(embedding, dtype=np.float64)
@@ -193,6 +265,20 @@ def vector_text(embedding: Sequence[float] | np.ndarray, what: str = "embedding"
         raise InvalidArgument(f"{what} must be a sequence of numbers") from exc
     if arr.ndim != 1 or arr.size == 0:
         raise InvalidArgument(f"{what} must be a non-empty 1-d sequence of numbers, got shape {arr.shape}")
+    if arr.size > 16000:
+        raise InvalidArgument(f"{what} has {arr.size} dimensions; pgvector stores at most 16,000")
     if not np.all(np.isfinite(arr)):
         raise InvalidArgument(f"{what} contains NaN or infinity")
     return "[" + ",".join(repr(float(x)) for x in arr.tolist()) + "]"
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """The rerank half of a search (Client.rerank): the reranker used, the pool it scored (in
+    fused order) with each candidate's text, and what the rerank did (a
+    pgsift.rerankers.RerankOutcome; its scores are in pool order)."""
+
+    config: RerankerConfig | None
+    pool: list[Candidate]
+    texts: list[str]
+    outcome: Any

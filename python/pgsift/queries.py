@@ -1,28 +1,43 @@
 """Every SQL string the Python package sends, in one place.
 
-Functions are called with named arguments and explicit casts so a signature
+Functions are called with named arguments and explicit casts, so a signature
 change fails loudly. Embeddings travel as pgvector's text form with no cast:
-the function's own `vector` parameter types them, so the client never needs
-to know which schema the extension lives in (public, extensions, ...).
+the function's own vector parameter types them, so the client never needs to
+know which schema the extension lives in. Knobs travel as one jsonb object;
+no knob is named here.
 """
+
+from __future__ import annotations
+
+import dataclasses
 
 from psycopg import sql
 
+from . import models
+
+# -- install -----------------------------------------------------------------------
+
 MIGRATE_PRELUDE = (
     "select pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgsift.migrate', 0))",
+    # With the caller's own search_path: the extension goes where they would put it.
     "create extension if not exists vector",
     "create schema if not exists sift",
     """create table if not exists sift.schema_migrations (
         version    text primary key,
         sha256     text not null,
-        applied_at timestamptz not null default now())""",
-    # Functions capture this path (`set search_path from current`), so vector
-    # resolves wherever the extension was installed.
-    """select pg_catalog.set_config('search_path', pg_catalog.format('sift, %I, pg_catalog, pg_temp',
-        (select n.nspname from pg_catalog.pg_extension e
-         join pg_catalog.pg_namespace n on n.oid = e.extnamespace
-         where e.extname = 'vector')), true)""",
+        applied_at timestamptz not null default pg_catalog.now())""",
+    """create table if not exists sift.schema_functions (
+        sha256     text not null,
+        applied_at timestamptz not null default pg_catalog.now())""",
+    # Nothing below resolves through a schema another role can create in.
+    "select pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true)",
 )
+
+VECTOR_SCHEMA = """
+select n.nspname from pg_catalog.pg_extension e
+join pg_catalog.pg_namespace n on n.oid = e.extnamespace
+where e.extname = 'vector'
+"""
 
 APPLIED_MIGRATIONS = "select version, sha256 from sift.schema_migrations order by version"
 
@@ -30,104 +45,82 @@ RECORD_MIGRATION = (
     "insert into sift.schema_migrations (version, sha256) values (%(version)s::text, %(sha256)s::text)"
 )
 
+APPLIED_FUNCTIONS = "select sha256 from sift.schema_functions"
 
-COLLECTION_COLUMNS = (
-    "collection_id, tenant, name, search_language::text as search_language, embedding_dims, "
-    "distance::text as distance, hybrid, dense_weight::float8 as dense_weight, "
-    "rrf_k::float8 as rrf_k, fetch_k::int as fetch_k, exact_search_limit::int as exact_search_limit, "
-    "description, lexical_scorer::text as lexical_scorer, bm25_k1::float8 as bm25_k1, "
-    "bm25_b::float8 as bm25_b, created_at, recency_field::text as recency_field, "
-    "recency_half_life::interval as recency_half_life, recency_weight::float8 as recency_weight, "
-    "recency_ceiling::float8 as recency_ceiling, per_document_cap::int as per_document_cap, "
-    "mmr_lambda::float8 as mmr_lambda, boost::float8 as boost, "
-    "score_threshold::float8 as score_threshold, lost_in_the_middle"
-)
+RECORD_FUNCTIONS = """
+with gone as (delete from sift.schema_functions)
+insert into sift.schema_functions (sha256) values (%(sha256)s::text)
+"""
+
+# DDL on tables that searches read waits at most this long for its locks, then
+# gives them all back and retries: a search never waits on a migrate that
+# waits on it (no deadlock), and never for long.
+LOCK_TIMEOUT = "select pg_catalog.set_config('lock_timeout', %(ms)s::text, true)"
+
+SIFT_TABLES = """
+select c.oid::regclass::text from pg_catalog.pg_class c
+where c.relnamespace = 'sift'::regnamespace and c.relkind in ('r', 'p')
+order by c.relname
+"""
+
+
+def lock_tables(names: list[str]) -> sql.Composed:
+    """LOCK every table of schema sift, in one order (names as regclass text: sift.x)."""
+    return sql.SQL("lock table {} in access exclusive mode").format(
+        sql.SQL(", ").join(sql.SQL(n) for n in names))
+
+
+# -- rows the client reads: every column of a model, in its order ---------------------
+
+def columns(model: type, alias: str = "") -> sql.Composable:
+    prefix = f"{alias}." if alias else ""
+    return sql.SQL(", ").join(sql.SQL(prefix) + sql.Identifier(f.name) for f in dataclasses.fields(model)
+                              if not (model is models.Hit and f.name in ("rerank_score", "fused_score")))
+
+
+def _select(model: type, function: str, args: str) -> sql.Composed:
+    return sql.SQL("select {} from " + function + "(" + args + ")").format(columns(model))
+
+
+# -- tenant --------------------------------------------------------------------------------
+
+SET_TENANT = "select sift.set_tenant(tenant => %(tenant)s::text)"
+
+CURRENT_TENANT = "select sift.current_tenant()"
+
+# -- collections -------------------------------------------------------------------------
+
+COLLECTION_INFO = _select(models.Collection, "sift.collection_info", "collection => %(collection)s::text")
 
 # create_collection is composed from the arguments actually given, so the
 # defaults live in one place: the SQL function's signature.
-CREATE_COLLECTION_CASTS = {
+CREATE_COLLECTION_ARGS = {
     "collection": "text",
     "embedding_dims": "integer",
-    "tenant": "text",
     "search_language": "text",
-    "distance": "text::sift.distance",
-    "hybrid": "boolean",
-    "dense_weight": "float8::sift.dense_weight",
-    "rrf_k": "float8::sift.rrf_k",
-    "fetch_k": "integer::sift.fetch_k",
-    "exact_search_limit": "integer::sift.exact_search_limit",
+    "distance": "text",
     "description": "text",
-    "lexical_scorer": "text::sift.lexical_scorer",
-    "bm25_k1": "float8::sift.bm25_k1",
-    "bm25_b": "float8::sift.bm25_b",
+    "knobs": "jsonb",
 }
 
 
 def create_collection(given: list[str]) -> sql.Composed:
     args = sql.SQL(", ").join(
-        sql.SQL("{} => {}::" + CREATE_COLLECTION_CASTS[name]).format(
-            sql.Identifier(name), sql.Placeholder(name))
+        sql.SQL("{} => {}::" + CREATE_COLLECTION_ARGS[name]).format(sql.Identifier(name), sql.Placeholder(name))
         for name in given)
-    return sql.SQL("select " + COLLECTION_COLUMNS + " from sift.create_collection({})").format(args)
+    return sql.SQL("select c.name from sift.create_collection({}) c").format(args)
 
 
-ALTER_COLLECTION = f"""
-select {COLLECTION_COLUMNS} from sift.alter_collection(
-    collection => %(name)s::text,
-    tenant => %(tenant)s::text,
-    search_language => %(search_language)s::text,
-    hybrid => %(hybrid)s::boolean,
-    dense_weight => %(dense_weight)s::float8::sift.dense_weight,
-    rrf_k => %(rrf_k)s::float8::sift.rrf_k,
-    fetch_k => %(fetch_k)s::integer::sift.fetch_k,
-    exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit,
-    description => %(description)s::text,
-    lexical_scorer => %(lexical_scorer)s::text::sift.lexical_scorer,
-    bm25_k1 => %(bm25_k1)s::float8::sift.bm25_k1,
-    bm25_b => %(bm25_b)s::float8::sift.bm25_b)
+ALTER_COLLECTION = """
+select c.name from sift.alter_collection(
+    collection => %(collection)s::text, settings => %(settings)s::jsonb, reset => %(reset)s::text[]) c
 """
 
-# The finalize stage's settings of a collection (sift.alter_ranking); create and
-# alter send them after sift.create_collection / sift.alter_collection, in the
-# same transaction.
-RANKING_SETTING_CASTS = {
-    "recency_field": "text::sift.recency_field",
-    "recency_half_life": "interval::sift.recency_half_life",
-    "recency_weight": "float8::sift.recency_weight",
-    "recency_ceiling": "float8::sift.recency_ceiling",
-    "per_document_cap": "integer::sift.per_document_cap",
-    "mmr_lambda": "float8::sift.mmr_lambda",
-    "boost": "float8::sift.boost",
-    "score_threshold": "float8::sift.score_threshold",
-    "lost_in_the_middle": "boolean",
-}
+DROP_COLLECTION = "select sift.drop_collection(collection => %(collection)s::text)"
 
-ALTER_RANKING = f"""
-select {COLLECTION_COLUMNS} from sift.alter_ranking(
-    collection => %(name)s::text,
-    tenant => %(tenant)s::text,
-    recency_field => %(recency_field)s::text::sift.recency_field,
-    recency_half_life => %(recency_half_life)s::interval::sift.recency_half_life,
-    recency_weight => %(recency_weight)s::float8::sift.recency_weight,
-    recency_ceiling => %(recency_ceiling)s::float8::sift.recency_ceiling,
-    per_document_cap => %(per_document_cap)s::integer::sift.per_document_cap,
-    mmr_lambda => %(mmr_lambda)s::float8::sift.mmr_lambda,
-    boost => %(boost)s::float8::sift.boost,
-    score_threshold => %(score_threshold)s::float8::sift.score_threshold,
-    lost_in_the_middle => %(lost_in_the_middle)s::boolean,
-    reset => %(reset)s::text[])
-"""
+KNOBS = _select(models.Knob, "sift.knobs", "collection => %(collection)s::text, knobs => %(knobs)s::jsonb")
 
-GET_COLLECTION = f"""
-select {COLLECTION_COLUMNS} from sift._collection(tenant => %(tenant)s::text, collection => %(name)s::text)
-"""
-
-LIST_COLLECTIONS = f"""
-select {COLLECTION_COLUMNS} from sift.collections
-where tenant = %(tenant)s::text order by name, collection_id
-"""
-
-DROP_COLLECTION = "select sift.drop_collection(collection => %(name)s::text, tenant => %(tenant)s::text)"
+# -- documents -----------------------------------------------------------------------------
 
 UPSERT_DOCUMENT = """
 insert into sift.documents as d
@@ -136,116 +129,269 @@ values (%(collection_id)s::bigint, %(source_uri)s::text, %(title)s::text, %(lang
         %(metadata)s::jsonb, %(created_at)s::timestamptz, %(modified_at)s::timestamptz)
 on conflict (collection_id, source_uri) do update set
     title = excluded.title, language = excluded.language, metadata = excluded.metadata,
-    created_at = excluded.created_at, modified_at = excluded.modified_at, uploaded_at = now()
+    created_at = excluded.created_at, modified_at = excluded.modified_at, uploaded_at = pg_catalog.now()
 returning d.document_id
 """
 
-# Exhaustive BM25 for the rest of the transaction (benchmarks compare the bounded leg with it).
-LIFT_LEXICAL_BUDGET = (
-    "select set_config('pgsift.lexical_budget', '2000000000', true), "
-    "set_config('pgsift.lexical_exact_limit', '2000000000', true)"
-)
-
 DELETE_CHUNKS_OF_DOCUMENTS = "delete from sift.chunks where document_id = any(%(document_ids)s::bigint[])"
 
-COPY_CHUNKS = (
-    "copy sift.chunks (document_id, ordinal, content, context, token_count, embedding) from stdin"
-)
+COPY_CHUNKS = "copy sift.chunks (document_id, ordinal, content, context, token_count, embedding) from stdin"
 
 DELETE_DOCUMENT = """
-select sift.delete_document(collection => %(collection)s::text, source_uri => %(source_uri)s::text,
-                            tenant => %(tenant)s::text)
+select sift.delete_document(collection => %(collection)s::text, source_uri => %(source_uri)s::text)
 """
 
-# Per-call overrides of the finalize stage, shared by search, explain and finalize.
-_RANKING_ARGS = """
-    recency_field => %(recency_field)s::text::sift.recency_field,
-    recency_half_life => %(recency_half_life)s::interval::sift.recency_half_life,
-    recency_weight => %(recency_weight)s::float8::sift.recency_weight,
-    recency_bias => %(recency_bias)s::float8::sift.recency_bias,
-    per_document_cap => %(per_document_cap)s::integer::sift.per_document_cap,
-    mmr_lambda => %(mmr_lambda)s::float8::sift.mmr_lambda,
-    boosts => %(boosts)s::float8[]::sift.boost[],
-    score_threshold => %(score_threshold)s::float8::sift.score_threshold,
-    lost_in_the_middle => %(lost_in_the_middle)s::boolean"""
+REFRESH_LEXICAL_STATS = """
+select pending_folded, lists_built from sift.refresh_lexical_stats(collection => %(collection)s::text)
+"""
 
-_RETRIEVAL_ARGS = """
+# -- search ------------------------------------------------------------------------------------
+
+_SEARCH_ARGS = """
     collection => %(collection)s::text,
     collections => %(collections)s::text[],
     query_text => %(query_text)s::text,
     query_embedding => %(query_embedding)s,
-    match_count => %(match_count)s::integer::sift.match_count,
-    tenant => %(tenant)s::text,
+    match_count => %(match_count)s::integer,
     filter => %(filter)s::jsonb,
-    hybrid => %(hybrid)s::boolean,
-    dense_weight => %(dense_weight)s::float8::sift.dense_weight,
-    rrf_k => %(rrf_k)s::float8::sift.rrf_k,
-    fetch_k => %(fetch_k)s::integer::sift.fetch_k,
-    exact_search_limit => %(exact_search_limit)s::integer::sift.exact_search_limit,
-    lexical_scorer => %(lexical_scorer)s::text::sift.lexical_scorer,
-    bm25_k1 => %(bm25_k1)s::float8::sift.bm25_k1,
-    bm25_b => %(bm25_b)s::float8::sift.bm25_b"""
+    knobs => %(knobs)s::jsonb"""
 
-# The rerank path: the fused pool (widened to the reranker's rerank_top_n), best first.
-RERANK_POOL = f"""
-select chunk_id, score, found_by, dense_rank, dense_distance, lexical_rank, lexical_score, legs,
-       lexical_query
-from sift.candidates({_RETRIEVAL_ARGS})
-order by fused_rank, chunk_id
-limit %(match_count)s
-"""
+SEARCH = _select(models.Hit, "sift.search", _SEARCH_ARGS)
 
-_SEARCH_ARGS = _RETRIEVAL_ARGS + "," + _RANKING_ARGS
+CANDIDATES = sql.SQL("{} order by fused_rank, chunk_id").format(
+    _select(models.Candidate, "sift.candidates", _SEARCH_ARGS))
 
-SEARCH = f"""
-select rank, chunk_id, document_id, source_uri, title, ordinal, content, context, metadata,
-       score, found_by, dense_rank, dense_distance, lexical_rank, lexical_score, legs, lexical_query,
-       collection_name, base_score, pool_rank, recency_factor, boost, position, threshold_applied,
-       below_threshold
-from sift.search({_SEARCH_ARGS})
-"""
+EXPLAIN = _select(models.Explanation, "sift.explain", _SEARCH_ARGS + ", chunk_ids => %(chunk_ids)s::bigint[]")
 
-EXPLAIN = f"""
-select fused_rank, chunk_id, document_id, source_uri, title, ordinal, found_by, dense_rank,
-       dense_distance, lexical_rank, lexical_score, score, kept, reason, legs, lexical_query,
-       collection_name, base_score, recency_date, recency_factor, boost, cap_status,
-       mmr_similarity, mmr_penalty, final_rank, position, cut_by, threshold_applied,
-       below_threshold
-from sift.explain({_SEARCH_ARGS},
-    chunk_ids => %(chunk_ids)s::bigint[])
-"""
-
-FINALIZE = f"""
-select rank, position, chunk_id, document_id, collection_name, source_uri, title, ordinal,
-       content, context, metadata, score, base_score, pool_rank, recency_factor, boost,
-       threshold_applied, below_threshold
-from sift.finalize(
+FINALIZE = _select(models.Hit, "sift.finalize", """
     collection => %(collection)s::text,
     collections => %(collections)s::text[],
     chunk_ids => %(chunk_ids)s::bigint[],
     scores => %(scores)s::float8[],
-    match_count => %(match_count)s::integer::sift.match_count,
-    tenant => %(tenant)s::text,{_RANKING_ARGS})
+    match_count => %(match_count)s::integer,
+    knobs => %(knobs)s::jsonb,
+    scored_by => %(scored_by)s::text""")
+
+# -- rerankers ------------------------------------------------------------------------------------
+
+RERANKER_FOR = sql.SQL("""
+select reranker_id, tenant, alias, provider, model, base_url, secret_ref, secret_source, timeout_ms,
+       deadline_ms, max_attempts, context_chars, rerank_top_n, chosen_by, refused
+from sift.reranker_for(collection => %(collection)s::text, collections => %(collections)s::text[],
+                       knobs => %(knobs)s::jsonb, reranker => %(reranker)s::text)
+""")
+
+RERANK_TEXTS = "select ord, chunk_id, document from sift.rerank_texts(chunk_ids => %(chunk_ids)s::bigint[])"
+
+REGISTER_RERANKER_ARGS = {
+    "alias": "text",
+    "provider": "text",
+    "model": "text",
+    "base_url": "text",
+    "secret_ref": "text",
+    "timeout_ms": "integer::sift.rerank_timeout_ms",
+    "deadline_ms": "integer::sift.rerank_deadline_ms",
+    "max_attempts": "integer::sift.rerank_attempts",
+    "context_chars": "integer::sift.rerank_context_chars",
+    "is_default": "boolean",
+}
+
+
+def register_reranker(given: list[str]) -> sql.Composed:
+    """Composed from the arguments given: the defaults are sift.register_reranker's."""
+    args = sql.SQL(", ").join(
+        sql.SQL("{} => {}::" + REGISTER_RERANKER_ARGS[name]).format(sql.Identifier(name), sql.Placeholder(name))
+        for name in given)
+    return sql.SQL("""select r.reranker_id, r.tenant::text, r.alias::text, r.provider, r.model, r.base_url,
+       r.secret_ref, r.timeout_ms::integer, r.deadline_ms::integer, r.max_attempts::integer,
+       r.context_chars::integer, r.is_default
+from sift.register_reranker({}) r""").format(args)
+
+
+DROP_RERANKER = "select sift.drop_reranker(alias => %(alias)s::text)"
+
+RECORD_USAGE = """
+select sift.record_rerank_usage(
+    reranker_alias => %(reranker_alias)s::text, provider => %(provider)s::text, model => %(model)s::text,
+    documents => %(documents)s::integer, latency_ms => %(latency_ms)s::float8, ok => %(ok)s::boolean,
+    tokens => %(tokens)s::bigint, search_units => %(search_units)s::float8,
+    attempts => %(attempts)s::integer, error => %(error)s::text)
 """
 
-
-REFRESH_LEXICAL_STATS = """
-select pending_folded, lists_built
-from sift.refresh_lexical_stats(collection => %(collection)s::text, tenant => %(tenant)s::text)
+STORE_THRESHOLD = """
+select c.name from sift.store_calibrated_threshold(
+    collection => %(collection)s::text, reranker_alias => %(alias)s::text, value => %(value)s::float8) c
 """
 
-# The finalize benchmark (bench_finalize.py): its scratch collection's chunks, versions,
-# and the cheapest statement there is (the round trip the timings sit on).
-ROUNDTRIP = "select 1"
+# -- golden sets and evaluation --------------------------------------------------------------
 
-COLLECTION_CHUNK_IDS = """
-select k.chunk_id from sift.chunks k
-join sift.collections c on c.collection_id = k.collection_id
-where c.tenant = %(tenant)s::text and c.name = %(name)s::text
+GOLDEN_SET_COLUMNS = (
+    "s.golden_set_id, s.name::text, s.judged_at, s.source, s.description, s.created_at, "
+    "(select count(*) from sift.golden_questions q where q.golden_set_id = s.golden_set_id)::int "
+    "as questions, "
+    "(select count(*) from sift.golden_questions q where q.golden_set_id = s.golden_set_id "
+    "and not q.answerable)::int as unanswerable, "
+    "(select count(*) from sift.golden_positives p join sift.golden_questions q using (question_id) "
+    "where q.golden_set_id = s.golden_set_id)::int as positives, "
+    "(select count(*) from sift.golden_positives p join sift.golden_questions q using (question_id) "
+    "where q.golden_set_id = s.golden_set_id and p.chunk_id is null)::int as unbound, "
+    "(select count(*) from sift.golden_questions q where q.golden_set_id = s.golden_set_id "
+    "and q.embedding is null)::int as without_embedding"
+)
+
+LIST_GOLDEN_SETS = f"""
+select {GOLDEN_SET_COLUMNS}
+from sift._collection(collection => %(collection)s::text) c
+join sift.golden_sets s on s.collection_id = c.collection_id
+order by s.name, s.golden_set_id
+"""
+
+GET_GOLDEN_SET = f"""
+select {GOLDEN_SET_COLUMNS}
+from sift._golden_set(col => sift._collection(collection => %(collection)s::text),
+                      golden_set => %(name)s::text) s
+"""
+
+CREATE_GOLDEN_SET = """
+insert into sift.golden_sets (collection_id, name, judged_at, source, description)
+select c.collection_id, %(name)s::text, %(judged_at)s::text, %(source)s::text, %(description)s::text
+from sift._collection(collection => %(collection)s::text) c
+returning golden_set_id
+"""
+
+DELETE_GOLDEN_SET = """
+delete from sift.golden_sets s
+using sift._collection(collection => %(collection)s::text) c
+where s.collection_id = c.collection_id and s.name = %(name)s::text
+returning s.golden_set_id
+"""
+
+# The embedding travels as float8[]: pgvector's assignment cast turns it into
+# the column's vector wherever the extension lives.
+INSERT_QUESTION = """
+insert into sift.golden_questions (golden_set_id, question_key, question, answerable, embedding, metadata)
+values (%(golden_set_id)s::bigint, %(question_key)s::text, %(question)s::text, %(answerable)s::boolean,
+        %(embedding)s::float8[], %(metadata)s::jsonb)
+returning question_id
+"""
+
+INSERT_POSITIVE = """
+insert into sift.golden_positives (question_id, chunk_id, source_uri, content, grade)
+values (%(question_id)s::bigint, %(chunk_id)s::bigint, %(source_uri)s::text, %(content)s::text,
+        %(grade)s::integer)
+"""
+
+# Chunks of the collection by id (a positive given by chunk_id).
+CHUNKS_BY_ID = """
+select k.chunk_id, k.content, d.source_uri
+from sift._collection(collection => %(collection)s::text) c
+join sift.chunks k on k.collection_id = c.collection_id
+join sift.documents d on d.document_id = k.document_id
+where k.chunk_id = any (%(chunk_ids)s::bigint[])
 order by k.chunk_id
 """
+
+# Every chunk of the given documents (a positive given by document only).
+CHUNKS_OF_DOCUMENTS = """
+select d.source_uri, k.chunk_id, k.content
+from sift._collection(collection => %(collection)s::text) c
+join sift.documents d on d.collection_id = c.collection_id
+join sift.chunks k on k.document_id = d.document_id
+where d.source_uri = any (%(source_uris)s::text[])
+order by d.source_uri, k.ordinal, k.chunk_id
+"""
+
+# The document of each chunk (calibration judges documents).
+CHUNK_DOCUMENTS = """
+select k.chunk_id, d.source_uri
+from sift.chunks k join sift.documents d on d.document_id = k.document_id
+where k.chunk_id = any(%(chunk_ids)s::bigint[])
+"""
+
+REBIND = """
+select positive_id, question_key, old_chunk_id, chunk_id, source_uri, status
+from sift.rebind_golden_set(collection => %(collection)s::text, golden_set => %(name)s::text)
+"""
+
+QUESTIONS = """
+select q.question_id, q.question_key, q.question, q.answerable, q.embedding::float4[] as embedding,
+       q.metadata
+from sift.golden_questions q
+where q.golden_set_id = %(golden_set_id)s::bigint
+order by q.question_id
+"""
+
+# Each positive with the document its chunk is in now (source_uri as stored
+# when it is unbound).
+POSITIVES = """
+select p.positive_id, p.question_id, p.chunk_id, coalesce(d.source_uri, p.source_uri) as source_uri,
+       p.content, p.grade
+from sift.golden_positives p
+join sift.golden_questions q on q.question_id = p.question_id
+left join sift.chunks k on k.chunk_id = p.chunk_id
+left join sift.documents d on d.document_id = k.document_id
+where q.golden_set_id = %(golden_set_id)s::bigint
+order by p.question_id, p.positive_id
+"""
+
+TOKEN_COUNTS = """
+select k.chunk_id, coalesce(k.token_count, 0) as token_count
+from sift.chunks k
+where k.chunk_id = any (%(chunk_ids)s::bigint[])
+order by k.chunk_id
+"""
+
+INSERT_RUN = """
+insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, settings, metrics)
+select c.collection_id, %(golden_set_id)s::bigint, %(golden_set)s::text, %(label)s::text,
+       %(k)s::integer, %(settings)s::jsonb, %(metrics)s::jsonb
+from sift._collection(collection => %(collection)s::text) c
+returning run_id, created_at
+"""
+
+HISTORY = """
+select run_id, created_at, set_name, label, k, metrics, settings, previous_run_id, delta
+from sift.eval_history(collection => %(collection)s::text, golden_set => %(golden_set)s::text,
+                       max_runs => %(max_runs)s::integer)
+"""
+
+HISTORY_OF_RUNS = """
+select run_id, created_at, set_name, label, k, metrics, settings, previous_run_id, delta
+from sift.eval_history(collection => %(collection)s::text, golden_set => %(golden_set)s::text,
+                       max_runs => null::integer)
+where run_id = any (%(run_ids)s::bigint[])
+"""
+
+# -- benchmarks ---------------------------------------------------------------------------------
+
+ROUNDTRIP = "select 1"
 
 SERVER_VERSIONS = """
 select pg_catalog.current_setting('server_version'),
        (select e.extversion from pg_catalog.pg_extension e where e.extname = 'vector')
 """
+
+COLLECTION_CHUNK_IDS = """
+select k.chunk_id from sift.chunks k
+where k.collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+order by k.chunk_id
+"""
+
+CHUNK_SOURCES = """
+select k.chunk_id, d.source_uri from sift.chunks k join sift.documents d using (document_id)
+where k.collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+"""
+
+COUNT_DOCUMENTS = """
+select count(*) from sift.documents
+where collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+"""
+
+ANALYZE = "analyze sift.documents, sift.chunks"
+
+RRF = """
+select chunk_id from sift.rrf(dense_ids => %(d)s::bigint[], lexical_ids => %(l)s::bigint[],
+                              dense_weight => %(w)s::float8, rrf_k => %(k)s::float8)
+order by fused_rank limit %(n)s
+"""
+

@@ -1,0 +1,194 @@
+"""What Client and AsyncClient share without touching a connection: argument checks, the
+parameters of each call, and putting a reranked answer back together.
+
+Checks here catch what would otherwise surface as a raw driver error (a NUL byte, a
+value JSON cannot carry); everything about knobs themselves is the database's to check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from .errors import InvalidArgument
+from .models import Candidate, Collection, Document, Hit, RerankerConfig, vector_text
+
+MAX_POOL = 1000   # sift.search's match_count bound
+
+
+def names(collection: str | Sequence[str]) -> list[str]:
+    return [collection] if isinstance(collection, str) else list(collection)
+
+
+def collection_args(collection: Any) -> dict[str, Any]:
+    """{collection, collections} for the SQL call: one name, or a list of names."""
+    if isinstance(collection, str):
+        return {"collection": check_text(collection, "collection"), "collections": None}
+    if isinstance(collection, Sequence) and collection and all(isinstance(n, str) for n in collection):
+        return {"collection": None, "collections": [check_text(n, "collection") for n in collection]}
+    raise InvalidArgument("collection must be a name or a non-empty list of names")
+
+
+def check_text(value: Any, what: str, *, blank: bool = True) -> str:
+    """A text the database can store: a str without NUL characters (PostgreSQL has no room
+    for them), and not blank unless allowed."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidArgument(f"{what} contains a NUL character, which PostgreSQL text cannot hold")
+    if not blank and not value.strip():
+        raise InvalidArgument(f"{what} is blank")
+    return value
+
+
+def check_top_k(top_k: Any) -> int:
+    if not isinstance(top_k, int) or isinstance(top_k, bool):
+        raise InvalidArgument("top_k must be an integer")
+    return top_k
+
+
+def _json_value(value: Any, where: str) -> Any:
+    """A Python value as JSON: timedeltas as PostgreSQL intervals, dates as ISO text, numpy
+    numbers as numbers; NUL characters and non-finite numbers refused."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float) or isinstance(value, np.floating):
+        if not math.isfinite(float(value)):
+            raise InvalidArgument(f"{where} is not a finite number")
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, str):
+        return check_text(value, where)
+    if isinstance(value, timedelta):
+        return f"{value.total_seconds():g} seconds"
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {check_text(str(k), f"a key of {where}"): _json_value(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise InvalidArgument(f"{where} must be JSON-like (a number, text, boolean, list or dict), "
+                          f"got {type(value).__name__}")
+
+
+def knobs_json(knobs: Mapping[str, Any] | None) -> Jsonb:
+    """A call's knobs as the jsonb argument (the database checks names, types and ranges)."""
+    return Jsonb(_json_value(dict(knobs or {}), "knobs"))
+
+
+def filter_json(filter: Any) -> Jsonb:
+    if filter is not None and not isinstance(filter, Mapping):
+        raise InvalidArgument("filter must be a dict (matched by jsonb containment)")
+    return Jsonb(_json_value(dict(filter or {}), "filter"))
+
+
+def search_params(collection: Any, query: Any, embedding: Any, top_k: Any, filter: Any,
+                  knobs: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of sift.search / candidates / explain."""
+    return {**collection_args(collection), "query_text": check_text(query or "", "query"),
+            "query_embedding": None if embedding is None else vector_text(embedding, "query embedding"),
+            "match_count": check_top_k(top_k), "filter": filter_json(filter), "knobs": knobs_json(knobs)}
+
+
+def finalize_params(collection: Any, chunk_ids: Any, scores: Any, top_k: Any, knobs: Mapping[str, Any],
+                    scored_by: str | None) -> dict[str, Any]:
+    try:
+        ids = [int(i) for i in chunk_ids]
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument("chunk_ids must be a sequence of chunk ids") from exc
+    values: list[float] | None = None
+    if scores is not None:
+        try:
+            values = [float(x) for x in scores]
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgument("scores must be a sequence of numbers") from exc
+        if len(values) != len(ids):
+            raise InvalidArgument(f"scores has {len(values)} values for {len(ids)} chunk_ids")
+        if not all(math.isfinite(x) and x >= 0 for x in values):
+            raise InvalidArgument("scores must be finite and >= 0 (recency and boost multiply them; "
+                                  "map logits through a sigmoid first)")
+    return {**collection_args(collection), "chunk_ids": ids, "scores": values, "match_count": check_top_k(top_k),
+            "knobs": knobs_json(knobs), "scored_by": scored_by}
+
+
+def pool_size(top_k: int, config: RerankerConfig | None) -> int:
+    """How many candidates a reranked search asks for: max(top_k, rerank_top_n)."""
+    if config is None or not config.usable or top_k <= 0:
+        return top_k
+    return min(max(top_k, config.rerank_top_n or 0), MAX_POOL)
+
+
+def aligned_texts(rows: list[tuple[int, int, str]], n: int) -> list[str]:
+    """sift.rerank_texts rows (ord, chunk_id, text) as a list in pool order (a chunk deleted
+    since the pool was read scores as empty)."""
+    texts = [""] * n
+    for ord_, _chunk_id, text in rows:
+        texts[ord_ - 1] = text
+    return texts
+
+
+def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, float]) -> list[Hit]:
+    """finalize knows nothing of the legs: put each hit's leg columns back from the pool."""
+    legs = {c.chunk_id: c for c in pool}
+    out = []
+    for hit in final:
+        c = legs[hit.chunk_id]
+        out.append(dataclasses.replace(
+            hit, rerank_score=rerank_scores.get(hit.chunk_id), fused_score=c.score, found_by=c.found_by,
+            dense_rank=c.dense_rank, dense_distance=c.dense_distance, lexical_rank=c.lexical_rank,
+            lexical_score=c.lexical_score, legs=c.legs, lexical_query=c.lexical_query))
+    return out
+
+
+# -- writing documents ----------------------------------------------------------------
+
+Row = tuple[int, str, str | None, int | None, str]
+Batch = list[tuple[Document, dict[str, Any], list[Row]]]
+
+
+def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any], list[Row]]:
+    """One document's row and its chunks' COPY rows, checked before anything is sent."""
+    uri = check_text(doc.source_uri, "source_uri", blank=False)
+    if not doc.chunks:
+        raise InvalidArgument(f"document {uri!r} has no chunks")
+    rows: list[Row] = []
+    for ordinal, chunk in enumerate(doc.chunks):
+        where = f"chunk {ordinal} of {uri!r}"
+        content = check_text(chunk.content, f"the text of {where}", blank=False)
+        context = None if chunk.context is None else check_text(chunk.context, f"the context of {where}")
+        vec = vector_text(chunk.embedding, f"the embedding of {where}")
+        rows.append((ordinal, content, context, chunk.token_count, vec))
+    params = {
+        "collection_id": collection.collection_id, "source_uri": uri,
+        "title": None if doc.title is None else check_text(doc.title, f"the title of {uri!r}"),
+        "language": None if doc.language is None else check_text(doc.language, f"the language of {uri!r}"),
+        "metadata": Jsonb(_json_value(dict(doc.metadata or {}), f"the metadata of {uri!r}")),
+        "created_at": doc.created_at, "modified_at": doc.modified_at,
+    }
+    return params, rows
+
+
+def batches(collection: Collection, documents: Iterable[Document], size: int) -> Iterator[Batch]:
+    """Documents checked and converted for writing, `size` at a time. A document that fails
+    the checks first yields the valid ones before it, then raises."""
+    batch: Batch = []
+    for doc in documents:
+        try:
+            params, rows = document_rows(collection, doc)
+        except InvalidArgument:
+            if batch:
+                yield batch
+            raise
+        batch.append((doc, params, rows))
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

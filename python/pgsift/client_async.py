@@ -1,0 +1,390 @@
+"""AsyncClient: a thin layer over the SQL functions, for an async connection or pool.
+
+Written once, async; tools/async_to_sync.py generates Client (client.py) from it.
+
+Every ranking decision happens in SQL (sift.search, sift.explain, sift.finalize);
+the client adapts arguments, writes documents with COPY, makes the rerank call
+(the one step that leaves the database) and turns database errors into typed
+ones. Each call is one transaction with the tenant bound first
+(sift.set_tenant, transaction-local), sent in one round trip, and never a
+server-side prepared statement, so it behaves the same behind PgBouncer's
+transaction pooling as on a direct connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg.rows import class_row
+
+from . import calls
+from . import queries as q
+from .errors import InvalidArgument, translate
+from .migrate_async import migrate
+from .models import (
+    Candidate,
+    Collection,
+    Document,
+    Embedder,
+    Explanation,
+    Hit,
+    Knob,
+    Reranked,
+    RerankerConfig,
+    SearchResult,
+)
+from .rerankers import RerankOutcome, SecretResolver
+from .rerankers.engine_async import rerank_search
+from .rerankers.outcome import log, log_fault
+
+try:  # optional extra
+    import psycopg_pool
+except ImportError:  # pragma: no cover - exercised only without the pool extra
+    psycopg_pool = None  # type: ignore[assignment]
+
+# Documents between two refreshes of the BM25 statistics during a long ingest.
+REFRESH_EVERY = 500
+BATCH_DOCUMENTS = 50
+
+Step = tuple[Any, dict[str, Any]]
+
+
+class AsyncClient:
+    """Search and write pgsift collections through an existing connection or pool.
+
+    tenant: bound per transaction (sift.set_tenant; the role must be a gateway or the
+    operator); None leaves it to the session (a role mapped to a tenant, or the operator's
+    "default"). writer: where metering goes when source is a read-only standby (a
+    connection or pool to the primary). secrets: the application's resolver for keys the
+    operator keeps outside environment variables.
+    """
+
+    def __init__(self, source: Any, *, tenant: str | None = None, embedder: Embedder | None = None,
+                 writer: Any = None, secrets: SecretResolver | None = None):
+        for what, value in (("source", source), ("writer", writer)):
+            if value is not None and not _accepts(value):
+                raise TypeError(f"{what} must be a psycopg AsyncConnection or psycopg_pool.AsyncConnectionPool, "
+                                f"got {type(value).__name__}")
+        if tenant is not None:
+            calls.check_text(tenant, "tenant", blank=False)
+        self.source = source
+        self.tenant = tenant
+        self.embedder = embedder
+        self.writer = writer
+        self.secrets = secrets
+
+    # -- transactions ----------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _connection(self, source: Any = None) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        source = source or self.source
+        if isinstance(source, psycopg.AsyncConnection):
+            yield source
+        else:
+            async with source.connection() as conn:
+                yield conn
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, source: Any = None) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """One transaction with the client's tenant bound, errors typed: for work this client
+        has no method for (pgsift.golden and pgsift.evaluation use it)."""
+        async with self._connection(source) as conn:
+            try:
+                async with conn.transaction():
+                    if self.tenant is not None:
+                        await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+                    yield conn
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+
+    async def _rows(self, steps: list[Step], row: type | None = None) -> list[Any]:
+        """Statements in one transaction, the tenant bound first, sent in one round trip; the
+        rows of the last one."""
+        async with self._connection() as conn:
+            try:
+                async with conn.pipeline(), conn.transaction():
+                    if self.tenant is not None:
+                        await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+                    cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
+                    for query, params in steps:
+                        await cur.execute(query, params, prepare=False)
+                return await cur.fetchall()
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+
+    # -- install -------------------------------------------------------------------------
+
+    async def migrate(self) -> list[str]:
+        """Install or upgrade the sift schema; returns the migrations applied now."""
+        async with self._connection() as conn:
+            return await migrate(conn)
+
+    # -- collections -----------------------------------------------------------------------
+
+    async def create_collection(self, name: str, *, embedding_dims: int, search_language: str | None = None,
+                                distance: str | None = None, description: str | None = None,
+                                **knobs: Any) -> Collection:
+        """Create a collection of the tenant. Knobs given (see `knobs()`) are stored with it;
+        everything left out takes the database's defaults. One transaction."""
+        given: dict[str, Any] = {"collection": calls.check_text(name, "name"), "embedding_dims": embedding_dims}
+        for key, value in (("search_language", search_language), ("distance", distance),
+                           ("description", description)):
+            if value is not None:
+                given[key] = calls.check_text(value, key)
+        if knobs:
+            given["knobs"] = calls.knobs_json(knobs)
+        rows = await self._rows([(q.create_collection(list(given)), given),
+                                 (q.COLLECTION_INFO, {"collection": name})], Collection)
+        return rows[0]  # type: ignore[no-any-return]
+
+    async def alter_collection(self, name: str, *, reset: Sequence[str] | None = None,
+                               **settings: Any) -> Collection:
+        """The one setter: knobs (None switches one off) and the properties search_language,
+        description and reranker; `reset` puts the named ones back to their defaults."""
+        params = {"collection": calls.check_text(name, "name"), "settings": calls.knobs_json(settings),
+                  "reset": [calls.check_text(r, "reset") for r in reset] if reset else None}
+        rows = await self._rows([(q.ALTER_COLLECTION, params), (q.COLLECTION_INFO, {"collection": name})],
+                                Collection)
+        return rows[0]  # type: ignore[no-any-return]
+
+    async def get_collection(self, name: str) -> Collection:
+        rows = await self._rows([(q.COLLECTION_INFO, {"collection": calls.check_text(name, "name")})], Collection)
+        return rows[0]  # type: ignore[no-any-return]
+
+    async def list_collections(self) -> list[Collection]:
+        return await self._rows([(q.COLLECTION_INFO, {"collection": None})], Collection)
+
+    async def drop_collection(self, name: str) -> None:
+        await self._rows([(q.DROP_COLLECTION, {"collection": calls.check_text(name, "name")})])
+
+    async def knobs(self, collection: str | None = None, **knobs: Any) -> list[Knob]:
+        """Every knob (sift.knobs()); with a collection, also the value in force and its source."""
+        params = {"collection": None if collection is None else calls.check_text(collection, "collection"),
+                  "knobs": calls.knobs_json(knobs)}
+        return await self._rows([(q.KNOBS, params)], Knob)
+
+    # -- documents -------------------------------------------------------------------------
+
+    async def upsert_documents(self, collection: str, documents: Iterable[Document],
+                               progress: Callable[[Document], None] | None = None,
+                               refresh_every: int = REFRESH_EVERY,
+                               batch_documents: int = BATCH_DOCUMENTS) -> list[int]:
+        """Write documents: the document rows, then their chunks by one COPY, replacing any
+        chunks they had, `batch_documents` documents to a transaction. A failing document
+        leaves its previous version intact and the ones before it written: a batch that fails
+        is rolled back and written again one document per transaction, so the error names the
+        document. Lexical statistics are refreshed every `refresh_every` documents and at the end."""
+        if batch_documents < 1 or refresh_every < 1:
+            raise InvalidArgument("batch_documents and refresh_every must be at least 1")
+        col = await self.get_collection(collection)
+        ids: list[int] = []
+        try:
+            for batch in calls.batches(col, documents, batch_documents):
+                written = len(ids)
+                try:
+                    ids += await self._write_batch(batch)
+                except psycopg.Error:
+                    if len(batch) == 1:
+                        raise
+                    for one in batch:
+                        ids += await self._write_batch([one])
+                for doc, _, _ in batch:
+                    if progress:
+                        progress(doc)
+                if written // refresh_every != len(ids) // refresh_every:
+                    await self.refresh_lexical_stats(collection)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        finally:
+            if ids:
+                await self.refresh_lexical_stats(collection)
+        return ids
+
+    async def _write_batch(self, batch: calls.Batch) -> list[int]:
+        async with self._connection() as conn, conn.transaction():
+            if self.tenant is not None:
+                await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+            doc_ids = []
+            for _, params, _ in batch:
+                cur = await conn.execute(q.UPSERT_DOCUMENT, params, prepare=False)
+                doc_ids.append((await cur.fetchone())[0])  # type: ignore[index]
+            await conn.execute(q.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
+            async with conn.cursor().copy(q.COPY_CHUNKS) as copy:
+                for doc_id, (_, _, rows) in zip(doc_ids, batch):
+                    for row in rows:
+                        await copy.write_row((doc_id, *row))
+        return doc_ids
+
+    async def delete_document(self, collection: str, source_uri: str) -> bool:
+        """Delete a document and its chunks; False if there was none."""
+        params = {"collection": calls.check_text(collection, "collection"),
+                  "source_uri": calls.check_text(source_uri, "source_uri")}
+        deleted = bool((await self._rows([(q.DELETE_DOCUMENT, params)]))[0][0])
+        if deleted:
+            await self.refresh_lexical_stats(collection)
+        return deleted
+
+    async def refresh_lexical_stats(self, collection: str) -> tuple[int, int]:
+        """Fold pending BM25 statistics and build impact lists for common terms (searches are
+        exact without it, faster after it); returns (rows folded, lists built)."""
+        row = (await self._rows([(q.REFRESH_LEXICAL_STATS, {"collection": collection})]))[0]
+        return int(row[0]), int(row[1])
+
+    # -- search --------------------------------------------------------------------------------
+
+    def _params(self, collection: Any, query: Any, embedding: Any, top_k: Any, filter: Any,
+                knobs: dict[str, Any]) -> dict[str, Any]:
+        if embedding is None and self.embedder is not None and isinstance(query, str) and query.strip():
+            embedding = self.embedder.embed([calls.check_text(query, "query")])[0]
+        return calls.search_params(collection, query, embedding, top_k, filter, knobs)
+
+    async def search(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+                     top_k: int = 10, filter: dict[str, Any] | None = None, context: Any = None,
+                     **knobs: Any) -> SearchResult:
+        """Hybrid search: retrieval, fusion and the ranking knobs in one SQL call (sift.search).
+        `collection` is a name, or a list of names of this tenant searched as one pool.
+        `embedding` is the query vector (the client's embedder computes it when omitted);
+        knobs override the collections' settings for this call (see `knobs()`; None = off).
+
+        When the collections use a reranker (the rerank knob and a reranker named) the pool
+        widens to rerank_top_n, the reranker scores it (`context`: recent conversation, before
+        the reranker's query only) and sift.finalize applies the ranking knobs to its scores.
+        Any reranker fault falls back to the fused ranking, logged; `result.rerank` says what
+        happened."""
+        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        hits: list[Hit] = await self._rows([(q.SEARCH, params)], Hit)
+        if not hits:
+            return SearchResult(hits)
+        if hits[0].reranker is None:
+            outcome = None
+            if hits[0].rerank_refused:
+                outcome = RerankOutcome.unchanged(len(hits), fault="no_reranker", reason=hits[0].rerank_refused)
+                log_fault(outcome)
+            return SearchResult(hits, rerank=outcome)
+        if not query.strip() or top_k <= 0:
+            return SearchResult(hits, rerank=RerankOutcome.unchanged(
+                len(hits), skip="blank_query", alias=hits[0].reranker, reason="blank query: no rerank call"))
+        reranked = await self._rerank(params, query, top_k, context, None)
+        return await self._finalized(collection, reranked, top_k, knobs)
+
+    async def _finalized(self, collection: Any, reranked: Reranked, top_k: int,
+                         knobs: dict[str, Any]) -> SearchResult:
+        """sift.finalize on the rerank's scores (the fused ones after a fallback)."""
+        outcome = reranked.outcome
+        if not reranked.pool:
+            return SearchResult([], rerank=outcome)
+        ids = [c.chunk_id for c in reranked.pool]
+        scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
+        scored_by = outcome.alias if outcome.applied else None
+        final = await self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, **knobs)
+        return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
+
+    async def rerank(self, collection: str | Sequence[str], query: str, *, embedding: Any = None, top_k: int = 10,
+                     filter: dict[str, Any] | None = None, context: Any = None, reranker: str | None = None,
+                     **knobs: Any) -> Reranked:
+        """The rerank half of a search: the reranker (the collections', or the tenant's named
+        `reranker`), the pool widened to its rerank_top_n with each candidate's text, the
+        provider's scores, the call metered. Never raises for a reranker fault."""
+        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        return await self._rerank(params, query, top_k, context, reranker)
+
+    async def _rerank(self, params: dict[str, Any], query: str, top_k: int, context: Any,
+                      reranker: str | None) -> Reranked:
+        config = await self._reranker_for(params, reranker)
+        size = calls.pool_size(top_k, config)
+        async with self.transaction() as conn:
+            cur = conn.cursor(row_factory=class_row(Candidate))
+            await cur.execute(q.CANDIDATES, {**params, "match_count": size}, prepare=False)
+            pool = await cur.fetchall()
+            cur2 = await conn.execute(q.RERANK_TEXTS, {"chunk_ids": [c.chunk_id for c in pool]}, prepare=False)
+            texts = calls.aligned_texts(await cur2.fetchall(), len(pool))
+        outcome = await rerank_search(config, query=query, pool_texts=texts, top_k=top_k, conversation=context,
+                                      resolver=self.secrets)
+        return Reranked(config=config, pool=pool, texts=texts, outcome=await self._meter(outcome))
+
+    async def _reranker_for(self, params: dict[str, Any], reranker: str | None) -> RerankerConfig | None:
+        rows = await self._rows([(q.RERANKER_FOR, {**params, "reranker": reranker})], RerankerConfig)
+        return rows[0] if rows else None
+
+    async def reranker_for(self, collection: str | Sequence[str], *, reranker: str | None = None,
+                           **knobs: Any) -> RerankerConfig | None:
+        """The reranker a search over these collections would use (None: reranking is off), or
+        the tenant's reranker named `reranker`. No network call."""
+        return await self._reranker_for({**calls.collection_args(collection), "knobs": calls.knobs_json(knobs)},
+                                        reranker)
+
+    async def _meter(self, outcome: RerankOutcome) -> RerankOutcome:
+        """Record a call that left the process in sift.rerank_usage (on the writer, when the
+        source is a standby). Never raises: a call that cannot be recorded is logged and says
+        so (usage_recorded False; outcome.usage is the row to record elsewhere)."""
+        if not outcome.called:
+            return outcome
+        try:
+            async with self.transaction(self.writer) as conn:
+                await conn.execute(q.RECORD_USAGE, outcome.usage, prepare=False)
+        except Exception as exc:  # noqa: BLE001 - metering never fails a search
+            log.warning("rerank usage not recorded (%s): %s; it is on the result (outcome.usage)",
+                        type(exc).__name__, exc)
+            return dataclasses.replace(outcome, usage_recorded=False)
+        return dataclasses.replace(outcome, usage_recorded=True)
+
+    async def reranking_enabled(self, collection: str | Sequence[str], **knobs: Any) -> bool:
+        """Whether a search over these collections would call a reranker (no network call)."""
+        config = await self.reranker_for(collection, **knobs)
+        return config is not None and config.usable
+
+    async def candidates(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+                         top_k: int = 10, filter: dict[str, Any] | None = None, **knobs: Any) -> list[Candidate]:
+        """The fused pool behind a search (sift.candidates), in fused order."""
+        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        return await self._rows([(q.CANDIDATES, params)], Candidate)
+
+    async def explain(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+                      top_k: int = 10, filter: dict[str, Any] | None = None,
+                      chunk_ids: Sequence[int] | None = None, **knobs: Any) -> list[Explanation]:
+        """The whole candidate pool behind `search` with the same arguments: each leg's rank and
+        score, what every ranking knob did, whether it made the cut and why not; `chunk_ids`
+        adds chunks no leg found."""
+        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        params["chunk_ids"] = [int(i) for i in chunk_ids] if chunk_ids else None
+        return await self._rows([(q.EXPLAIN, params)], Explanation)
+
+    async def finalize(self, collection: str | Sequence[str], chunk_ids: Sequence[int],
+                       scores: Sequence[float] | None = None, *, top_k: int = 10, scored_by: str | None = None,
+                       **knobs: Any) -> SearchResult:
+        """The ranking knobs on a pool you already have (sift.finalize): `chunk_ids` in pool
+        order with optional `scores` (>= 0; without them the order is the ranking); `scored_by`
+        names the reranker whose scores they are. Hits carry no leg columns."""
+        params = calls.finalize_params(collection, chunk_ids, scores, top_k, knobs, scored_by)
+        return SearchResult(await self._rows([(q.FINALIZE, params)], Hit))
+
+    # -- rerankers --------------------------------------------------------------------------------
+
+    async def register_reranker(self, alias: str, provider: str, **settings: Any) -> dict[str, Any]:
+        """sift.register_reranker for the tenant: model, base_url, secret_ref, timeout_ms,
+        deadline_ms, max_attempts, context_chars, is_default (left out: the database's defaults)."""
+        unknown = set(settings) - set(q.REGISTER_RERANKER_ARGS)
+        if unknown:
+            raise InvalidArgument(f"unknown reranker setting(s): {', '.join(sorted(unknown))}")
+        given = {"alias": alias, "provider": provider, **{k: v for k, v in settings.items() if v is not None}}
+        async with self.transaction() as conn:
+            cur = await conn.execute(q.register_reranker(list(given)), given, prepare=False)
+            names = [d.name for d in cur.description or ()]
+            return dict(zip(names, await cur.fetchone() or ()))
+
+    async def drop_reranker(self, alias: str) -> bool:
+        return bool((await self._rows([(q.DROP_RERANKER, {"alias": alias})]))[0][0])
+
+    async def store_calibrated_threshold(self, collection: str, reranker: str, value: float) -> None:
+        """Store a score threshold calibrated for a reranker (applied only to its scores)."""
+        await self._rows([(q.STORE_THRESHOLD, {"collection": collection, "alias": reranker, "value": value})])
+
+
+def _accepts(source: Any) -> bool:
+    if isinstance(source, psycopg.AsyncConnection):
+        return True
+    return psycopg_pool is not None and isinstance(source, psycopg_pool.AsyncConnectionPool)

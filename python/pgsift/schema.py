@@ -1,0 +1,65 @@
+"""The SQL pgsift ships: numbered migrations (run once) and function files (re-applied when
+they change), read from the package, with the vector extension's schema written in.
+
+Shared by `migrate` (the runner) and `install_script` (the same steps for `psql -f`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import MigrationError
+
+_PACKAGE = Path(__file__).resolve().parent
+# Where the SQL files write pgvector's schema (PostgreSQL's own spelling for
+# an extension script that names a required extension's schema).
+VECTOR_SCHEMA_TOKEN = "@extschema:vector@"
+
+
+def _find(dirname: str) -> Path:
+    for candidate in (_PACKAGE / dirname, _PACKAGE.parent.parent / dirname):
+        if candidate.is_dir():
+            return candidate
+    raise MigrationError(f"pgsift's {dirname}/ folder is missing from the installation")
+
+
+@dataclass(frozen=True)
+class SqlFile:
+    version: str
+    path: Path
+
+    @property
+    def text(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def migration_files() -> list[SqlFile]:
+    return [SqlFile(p.stem, p) for p in sorted(_find("migrations").glob("*.sql"))]
+
+
+def function_files() -> list[SqlFile]:
+    return [SqlFile(p.stem, p) for p in sorted(_find("sql").glob("*.sql"))]
+
+
+def functions_sha256() -> str:
+    """What the function files are, with the migrations they sit on: re-applied when it changes."""
+    digest = hashlib.sha256()
+    for mig in migration_files():
+        digest.update(f"migration {mig.version}\n".encode())
+    for fn in function_files():
+        digest.update(f"file {fn.version} {fn.sha256}\n".encode())
+    return digest.hexdigest()
+
+
+def with_vector_schema(text: str, quoted_schema: str) -> str:
+    """The file's text with pgvector's schema (already quoted as an identifier) written in."""
+    if any(c in quoted_schema for c in "'$;\\"):
+        raise MigrationError(f"the vector extension's schema {quoted_schema} has a character pgsift "
+                             "does not write into SQL (quote, dollar, semicolon or backslash)")
+    return text.replace(VECTOR_SCHEMA_TOKEN, quoted_schema)

@@ -1,0 +1,364 @@
+-- Knobs: one resolver turns the defaults (sift.knob_defs), a collection's
+-- stored values and a call's `knobs` into one typed record (sift.knob_set)
+-- per collection. Every stage reads that record; nothing else knows a
+-- default.
+--
+-- In a `knobs` object: absent = the collection's value; JSON null = off,
+-- where the knob can be off; {"preset": "name"} applies a preset first; a
+-- value may be an object {"collection": value, ...} to set it per collection
+-- of a multi-collection search. An unknown key is an error naming the nearest
+-- knob.
+
+create or replace function sift._levenshtein(a text, b text)
+returns integer
+language plpgsql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    prev integer[];
+    cur  integer[];
+    i    integer;
+    j    integer;
+begin
+    -- Only on the error path (unknown knob names), on short names.
+    a := left(coalesce(a, ''), 64);
+    b := left(coalesce(b, ''), 64);
+    prev := array(select generate_series(0, length(b)));
+    for i in 1 .. length(a) loop
+        cur := array[i];
+        for j in 1 .. length(b) loop
+            cur := cur || least(prev[j + 1] + 1, cur[j] + 1,
+                                prev[j] + case when substr(a, i, 1) = substr(b, j, 1) then 0 else 1 end);
+        end loop;
+        prev := cur;
+    end loop;
+    return prev[length(b) + 1];
+end;
+$$;
+comment on function sift._levenshtein(text, text) is
+    'Internal: edit distance between two short names (for "did you mean" hints).';
+
+
+create or replace function sift._unknown_knob(name text, what text)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    nearest text;
+begin
+    select d.name into nearest
+    from (select k.name from sift.knob_defs k union all select 'preset') d
+    order by sift._levenshtein(lower(_unknown_knob.name), d.name), d.name
+    limit 1;
+    raise exception 'unknown knob "%" in %', name, what
+        using errcode = 'SF009',
+              hint = format('did you mean "%s"? select name from sift.knobs() lists them all', nearest);
+end;
+$$;
+comment on function sift._unknown_knob(text, text) is
+    'Internal: raises SF009 for an unknown knob name, suggesting the nearest one.';
+
+
+create or replace function sift._expand_preset(given jsonb)
+returns jsonb
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    preset jsonb;
+begin
+    if given is null or not given ? 'preset' then
+        return given;
+    end if;
+    if jsonb_typeof(given -> 'preset') <> 'string' then
+        raise exception 'preset must be the name of a preset, got %', given -> 'preset'
+            using errcode = 'SF009';
+    end if;
+    select p.knobs into preset from sift.knob_presets p where p.name = given ->> 'preset';
+    if preset is null then
+        raise exception 'unknown preset "%"', given ->> 'preset'
+            using errcode = 'SF009',
+                  hint = 'presets: ' || (select string_agg(p.name, ', ' order by p.name) from sift.knob_presets p);
+    end if;
+    -- The keys given beside the preset win over it.
+    return preset || (given - 'preset');
+end;
+$$;
+comment on function sift._expand_preset(jsonb) is
+    'Internal: a knobs object with its "preset" replaced by the preset''s values (keys beside it win).';
+
+
+create or replace function sift._check_knobs(
+    knobs     jsonb,
+    scopes    text[],
+    names     text[],
+    what      text)
+returns jsonb
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    k   record;
+    v   record;
+    def record;
+    out jsonb;
+begin
+    if knobs is null then
+        return '{}';
+    end if;
+    if jsonb_typeof(knobs) <> 'object' then
+        raise exception '% must be a JSON object of knob values, got %', what, jsonb_typeof(knobs)
+            using errcode = 'SF009';
+    end if;
+    out := sift._expand_preset(knobs);
+    for k in select e.key, e.value from jsonb_each(out) e loop
+        select d.name, d.scope, d.can_be_off,
+               case t.typcategory when 'N' then 'number' when 'B' then 'boolean' else 'string' end as kind
+        into def
+        from sift.knob_defs d
+        join pg_catalog.pg_type t
+          on t.oid = coalesce(nullif((select b.typbasetype from pg_catalog.pg_type b where b.oid = d.type), 0), d.type)
+        where d.name = k.key;
+        if def.name is null then
+            perform sift._unknown_knob(k.key, what);
+        end if;
+        if def.scope <> all (scopes) then
+            raise exception '% cannot be set in %', k.key, what
+                using errcode = 'SF009',
+                      hint = case def.scope
+                          when 'collection' then 'it is the collection owner''s setting: sift.alter_collection(settings => ...)'
+                          else 'it is given per call: knobs => ''{"' || k.key || '": ...}''' end;
+        end if;
+        for v in
+            select null::text as col, k.value as value where jsonb_typeof(k.value) <> 'object'
+            union all
+            select e.key, e.value from jsonb_each(case when jsonb_typeof(k.value) = 'object' then k.value end) e
+        loop
+            if v.col is not null and (names is null or v.col <> all (names)) then
+                raise exception '% sets % for "%", which is not %', what, k.key, v.col,
+                    case when names is null then 'allowed here (a value per collection is for searches)'
+                         else 'among the collections searched' end
+                    using errcode = 'SF009';
+            end if;
+            if jsonb_typeof(v.value) = 'null' then
+                if not def.can_be_off then
+                    raise exception '% cannot be switched off (null)', k.key
+                        using errcode = 'SF009',
+                              hint = 'leave it out to use the collection''s value';
+                end if;
+            elsif jsonb_typeof(v.value) <> def.kind then
+                raise exception '% must be a JSON %, got % %', k.key, def.kind, jsonb_typeof(v.value), v.value
+                    using errcode = 'SF009';
+            end if;
+        end loop;
+    end loop;
+    return out;
+end;
+$$;
+comment on function sift._check_knobs(jsonb, text[], text[], text) is
+    'Internal: checks a knobs object (known names, who may set them, JSON types, null only where '
+    'a knob can be off, per-collection values only for the collections named) and returns it with '
+    'its preset expanded; SF009 names the first problem.';
+
+
+create or replace function sift._resolve_knobs(col sift.collections, call jsonb)
+returns sift.knob_set
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    merged jsonb;
+    k      record;
+    out    sift.knob_set;
+begin
+    -- Defaults, then the collection's values, then the call's (already
+    -- checked by sift._check_knobs; an object holds a value per collection).
+    select jsonb_object_agg(d.name, d.default_value) into merged from sift.knob_defs d;
+    merged := merged || sift._expand_preset(col.knobs);
+    for k in select e.key, e.value from jsonb_each(coalesce(call, '{}')) e loop
+        if jsonb_typeof(k.value) <> 'object' then
+            merged := jsonb_set(merged, array[k.key], k.value);
+        elsif k.value ? col.name then
+            merged := jsonb_set(merged, array[k.key], k.value -> col.name);
+        end if;
+    end loop;
+    -- JSON null is "off": the value off stands for.
+    merged := merged || coalesce((select jsonb_object_agg(d.name, d.off_value) from sift.knob_defs d
+                                  where d.can_be_off and merged -> d.name = 'null'::jsonb), '{}');
+    begin
+        out := jsonb_populate_record(null::sift.knob_set, merged);
+    exception when data_exception then
+        -- Name the knob whose value would not cast (a domain CHECK names itself).
+        for k in select e.key, e.value from jsonb_each(merged) e loop
+            begin
+                perform jsonb_populate_record(null::sift.knob_set, jsonb_build_object(k.key, k.value));
+            exception when data_exception then
+                raise exception 'invalid value for knob %: %', k.key, k.value using errcode = 'SF009';
+            end;
+        end loop;
+        raise;
+    end;
+    -- A rule no single domain can check: the owner's ceiling bounds the weight.
+    if out.recency_weight > out.recency_ceiling then
+        raise exception 'recency_weight % exceeds the recency_ceiling % of collection "%"',
+            out.recency_weight, out.recency_ceiling, col.name
+            using errcode = 'check_violation', constraint = 'recency_weight_within_ceiling',
+                  hint = 'raise recency with recency_bias (up to the ceiling), or raise the collection''s recency_ceiling';
+    end if;
+    return out;
+end;
+$$;
+comment on function sift._resolve_knobs(sift.collections, jsonb) is
+    'Internal: the knobs in force for one collection in one call: defaults, overlaid by the '
+    'collection''s stored values, overlaid by the call''s; null resolved to each knob''s off; every '
+    'value cast to its domain, so a bad value is refused naming the knob.';
+
+
+create or replace function sift._resolve_all(cols sift.collections[], knobs jsonb)
+returns sift.knob_set[]
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    call jsonb := sift._check_knobs(knobs, array['call', 'both'],
+                                    array(select (c).name::text from unnest(cols) c), 'knobs');
+begin
+    -- A threshold given in the call is the caller's own: never "calibrated for
+    -- another reranker" (sift._finalize skips those).
+    if call ? 'score_threshold' then
+        call := call || '{"threshold_reranker": null}';
+    end if;
+    return array(select sift._resolve_knobs(cols[i], call) from generate_subscripts(cols, 1) as i order by i);
+end;
+$$;
+comment on function sift._resolve_all(sift.collections[], jsonb) is
+    'Internal: checks a call''s knobs once and resolves them for each collection searched, in order.';
+
+
+create or replace function sift._stored_knob(col sift.collections, name text)
+returns text
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- One stored-or-default value, for hot paths that need a single knob
+    -- (stored values were cast to their domains when they were stored).
+    select coalesce(col.knobs -> name, (select d.default_value from sift.knob_defs d where d.name = _stored_knob.name))
+           #>> '{}'
+$$;
+comment on function sift._stored_knob(sift.collections, text) is
+    'Internal: a collection''s value of one knob (stored, else the default), as text.';
+
+
+create or replace function sift._allowed(t regtype)
+returns text
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The domain's CHECK, as a reader would write it.
+    select coalesce(
+        (select string_agg(
+                    regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+                        pg_get_constraintdef(c.oid),
+                        '::[a-z][a-z ]*[a-z]', '', 'g'),             -- casts
+                        '\((-?[0-9.]+|''[^'']*'')\)', '\1', 'g'),     -- (0) -> 0
+                        '^CHECK \(\((.*)\)\)$', '\1'),               -- the CHECK wrapper
+                        'VALUE', 'value', 'g'),
+                    ' and ' order by c.conname)
+         from pg_catalog.pg_constraint c where c.contypid = t),
+        case when t = 'boolean'::regtype then 'true or false' else 'any ' || t::text end)
+$$;
+comment on function sift._allowed(regtype) is
+    'Internal: the allowed range of a knob, from its domain''s CHECK constraints.';
+
+
+create or replace function sift.knobs(collection text default null, knobs jsonb default '{}')
+returns table (
+    name          text,
+    type          text,
+    default_value jsonb,
+    allowed       text,
+    can_be_off    boolean,
+    off_value     jsonb,
+    scope         text,
+    stage         text,
+    meaning       text,
+    value         jsonb,
+    source        text)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    col      sift.collections;
+    resolved jsonb;
+    call     jsonb := '{}';
+begin
+    if knobs.collection is not null then
+        col := sift._collection(knobs.collection);
+        call := sift._check_knobs(knobs.knobs, array['call', 'both'], array[col.name::text], 'knobs');
+        resolved := to_jsonb(sift._resolve_knobs(col, call));
+    end if;
+    return query
+    select d.name, coalesce(nullif(format_type(t.typbasetype, t.typtypmod), '-'), d.type::text),
+           d.default_value, sift._allowed(d.type), d.can_be_off, d.off_value, d.scope, d.stage, d.meaning,
+           resolved -> d.name,
+           case when col.collection_id is null then null
+                when call ? d.name then 'call'
+                when sift._expand_preset(col.knobs) ? d.name then 'collection'
+                else 'default' end
+    from sift.knob_defs d
+    join pg_catalog.pg_type t on t.oid = d.type
+    order by d.position, d.name;
+end;
+$$;
+comment on function sift.knobs(text, jsonb) is
+    'Every knob: its name, type, default, allowed values (its domain''s CHECK), whether null can '
+    'switch it off and what off means, scope (collection: stored only; call: per call only; both), '
+    'the stage that reads it, and what it does. With a collection (and optional per-call knobs): '
+    'also the value in force and where it comes from (default, collection, call). Read-only.';
+
+
+create or replace function sift._collections_before_write()
+returns trigger
+language plpgsql security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    calibrated text;
+begin
+    new.knobs := sift._check_knobs(new.knobs, array['collection', 'both'], null, 'the collection''s settings');
+    if tg_op = 'UPDATE' and new.knobs -> 'threshold_reranker' is not null
+       and jsonb_typeof(new.knobs -> 'threshold_reranker') <> 'null' then
+        calibrated := new.knobs ->> 'threshold_reranker';
+        if new.reranker_alias is distinct from old.reranker_alias
+           and new.reranker_alias is distinct from calibrated then
+            -- Another reranker (or none) scores this collection now: a
+            -- threshold tuned on the old one's scale would mean nothing.
+            new.knobs := new.knobs - 'score_threshold' - 'threshold_reranker';
+        elsif new.knobs -> 'score_threshold' is distinct from old.knobs -> 'score_threshold'
+              and new.knobs -> 'threshold_reranker' is not distinct from old.knobs -> 'threshold_reranker' then
+            -- Set by hand: no longer the calibrated value.
+            new.knobs := new.knobs - 'threshold_reranker';
+        end if;
+    end if;
+    calibrated := new.knobs ->> 'threshold_reranker';
+    if calibrated is not null and not exists (
+            select 1 from sift.rerankers r where r.tenant = new.tenant and r.alias = calibrated) then
+        raise exception 'threshold_reranker "%" is not a reranker of tenant "%"', calibrated, new.tenant
+            using errcode = 'SF008';
+    end if;
+    -- Cast every value to its domain now: a bad value never stores.
+    perform sift._resolve_knobs(new, '{}');
+    return new;
+end;
+$$;
+comment on function sift._collections_before_write() is
+    'Trigger: a collection''s stored knobs are checked and cast before they store; changing its '
+    'reranker clears a score threshold calibrated for another, and a threshold set by hand '
+    'forgets the reranker it was calibrated for.';
+
+drop trigger if exists collections_before_write on sift.collections;
+create trigger collections_before_write
+    before insert or update on sift.collections
+    for each row execute function sift._collections_before_write();
