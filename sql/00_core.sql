@@ -272,7 +272,7 @@ comment on function sift._lists_lock_key(bigint) is
 
 create or replace function sift._chunks_before_write()
 returns trigger
-language plpgsql security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -334,8 +334,8 @@ comment on function sift._chunks_before_write() is
     'wrong embedding size, a zero vector in a cosine collection, text past max_chunk_bytes, and '
     'rewriting chunk text.';
 
-drop trigger if exists chunks_before_write on sift.chunks;
-create trigger chunks_before_write
+-- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
+create or replace trigger chunks_before_write
     before insert or update or delete on sift.chunks
     for each row execute function sift._chunks_before_write();
 

@@ -321,7 +321,7 @@ comment on function sift.knobs(text, jsonb) is
 
 create or replace function sift._collections_before_write()
 returns trigger
-language plpgsql security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -358,7 +358,7 @@ comment on function sift._collections_before_write() is
     'reranker clears a score threshold calibrated for another, and a threshold set by hand '
     'forgets the reranker it was calibrated for.';
 
-drop trigger if exists collections_before_write on sift.collections;
-create trigger collections_before_write
+-- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
+create or replace trigger collections_before_write
     before insert or update on sift.collections
     for each row execute function sift._collections_before_write();

@@ -124,7 +124,8 @@ begin
         end if;
     end loop;
     -- The collection's own properties, then its knobs (checked by the table's trigger).
-    stored := col.knobs - coalesce(reset, '{}') || (given - props);
+    -- A preset given now overrides what is stored; the keys beside it override the preset.
+    stored := (col.knobs - coalesce(reset, '{}')) || sift._expand_preset(given - props);
     if given ? 'reranker' and jsonb_typeof(given -> 'reranker') not in ('string', 'null') then
         raise exception 'reranker must be an alias or null' using errcode = 'SF003';
     end if;

@@ -4,7 +4,7 @@
 
 create or replace function sift._chunks_stats()
 returns trigger
-language plpgsql security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
@@ -64,16 +64,16 @@ comment on function sift._chunks_stats() is
     'statement that writes chunks, and adds new chunks that beat a common term''s list floor to '
     'the list''s delta.';
 
-drop trigger if exists chunks_stats_insert on sift.chunks;
-create trigger chunks_stats_insert after insert on sift.chunks
+-- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
+create or replace trigger chunks_stats_insert after insert on sift.chunks
     referencing new table as new_chunks
     for each statement execute function sift._chunks_stats();
-drop trigger if exists chunks_stats_delete on sift.chunks;
-create trigger chunks_stats_delete after delete on sift.chunks
+-- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
+create or replace trigger chunks_stats_delete after delete on sift.chunks
     referencing old table as old_chunks
     for each statement execute function sift._chunks_stats();
-drop trigger if exists chunks_stats_update on sift.chunks;
-create trigger chunks_stats_update after update on sift.chunks
+-- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
+create or replace trigger chunks_stats_update after update on sift.chunks
     referencing old table as old_chunks new table as new_chunks
     for each statement execute function sift._chunks_stats();
 

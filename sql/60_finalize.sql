@@ -391,8 +391,8 @@ as $$
     -- (each a lookup by key; never a scan of the documents table).
     select f.final_rank, f.position, f.chunk_id, f.document_id, f.collection_name, d.source_uri,
            d.title, k.ordinal, k.content, k.context, d.metadata, f.score, f.base_score, f.pool_rank,
-           p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank, p.lexical_score, p.legs,
-           p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
+           p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank, p.lexical_score,
+           coalesce(p.legs, '{}'), p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
            f.threshold_skipped, reranker, rerank_refused
     from sift._finalize(cols, knobs, ids, scores, match_count, scored_by, false) f
     cross join lateral (select k.ordinal, k.content, k.context from sift.chunks k

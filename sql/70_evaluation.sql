@@ -28,7 +28,7 @@ comment on function sift._golden_set(sift.collections, text) is
 
 create or replace function sift._golden_positives_before_write()
 returns trigger
-language plpgsql security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -69,8 +69,8 @@ comment on function sift._golden_positives_before_write() is
     'Trigger: a positive''s chunk must belong to its golden set''s collection, an unanswerable '
     'question has no positive, and a positive given by chunk_id alone takes its text and source.';
 
-drop trigger if exists golden_positives_before_write on sift.golden_positives;
-create trigger golden_positives_before_write
+-- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
+create or replace trigger golden_positives_before_write
     before insert or update on sift.golden_positives
     for each row execute function sift._golden_positives_before_write();
 

@@ -19,86 +19,96 @@ $$;
 comment on function sift._tenant_collection_ids() is
     'Internal: the ids of the current tenant''s collections (what the row-level policies admit).';
 
-drop policy if exists tenant_rows on sift.collections;
-create policy tenant_rows on sift.collections
-    using (tenant = (select sift.current_tenant()))
-    with check (tenant = (select sift.current_tenant()));
-drop policy if exists tenant_rows on sift.rerankers;
-create policy tenant_rows on sift.rerankers
-    using (tenant = (select sift.current_tenant()))
-    with check (tenant = (select sift.current_tenant()));
-drop policy if exists tenant_rows on sift.rerank_usage;
-create policy tenant_rows on sift.rerank_usage
-    using (tenant = (select sift.current_tenant()))
-    with check (tenant = (select sift.current_tenant()));
-drop policy if exists tenant_rows on sift.secret_mappings;
-create policy tenant_rows on sift.secret_mappings
-    using (tenant = (select sift.current_tenant()));
-drop policy if exists tenant_rows on sift.allowed_endpoints;
-create policy tenant_rows on sift.allowed_endpoints
-    using (tenant is null or tenant = (select sift.current_tenant()));
-drop policy if exists own_roles on sift.tenant_roles;
-create policy own_roles on sift.tenant_roles
-    using (role_name = any (sift._member_roles()));
 
-drop policy if exists tenant_rows on sift.documents;
-create policy tenant_rows on sift.documents
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.chunks;
-create policy tenant_rows on sift.chunks
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.collection_lexical_stats;
-create policy tenant_rows on sift.collection_lexical_stats
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.term_df;
-create policy tenant_rows on sift.term_df
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.term_df_pending;
-create policy tenant_rows on sift.term_df_pending
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.term_lists;
-create policy tenant_rows on sift.term_lists
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.term_blocks;
-create policy tenant_rows on sift.term_blocks
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.term_deltas;
-create policy tenant_rows on sift.term_deltas
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.list_build_plan;
-create policy tenant_rows on sift.list_build_plan
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.list_build_entries;
-create policy tenant_rows on sift.list_build_entries
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.golden_sets;
-create policy tenant_rows on sift.golden_sets
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
-drop policy if exists tenant_rows on sift.eval_runs;
-create policy tenant_rows on sift.eval_runs
-    using (collection_id = any ((select sift._tenant_collection_ids())::bigint[]))
-    with check (collection_id = any ((select sift._tenant_collection_ids())::bigint[]));
+create or replace function sift._ensure_policy(
+    target regclass, policy name, using_expr text, check_expr text default null)
+returns boolean
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    wanted text := md5(coalesce(using_expr, '') || '|' || coalesce(check_expr, ''));
+    have   text;
+begin
+    -- A policy is (re)created only when its text changed (its comment keeps a hash
+    -- of it): creating one locks its table against every reader, and re-running
+    -- migrate must never make searches wait.
+    select obj_description(p.oid, 'pg_policy') into have
+    from pg_catalog.pg_policy p where p.polrelid = target and p.polname = policy;
+    if have is not distinct from wanted then
+        return false;
+    end if;
+    execute format('drop policy if exists %I on %s', policy, target);
+    execute format('create policy %I on %s using (%s)', policy, target, using_expr)
+            || case when check_expr is not null then format(' with check (%s)', check_expr) else '' end;
+    execute format('comment on policy %I on %s is %L', policy, target, wanted);
+    return true;
+end;
+$$;
+comment on function sift._ensure_policy(regclass, name, text, text) is
+    'Internal, writes (install time): creates or replaces a row-level policy when its text changed.';
+
+select sift._ensure_policy('sift.collections', 'tenant_rows',
+    $u$tenant = (select sift.current_tenant())$u$,
+    $c$tenant = (select sift.current_tenant())$c$);
+select sift._ensure_policy('sift.rerankers', 'tenant_rows',
+    $u$tenant = (select sift.current_tenant())$u$,
+    $c$tenant = (select sift.current_tenant())$c$);
+select sift._ensure_policy('sift.rerank_usage', 'tenant_rows',
+    $u$tenant = (select sift.current_tenant())$u$,
+    $c$tenant = (select sift.current_tenant())$c$);
+select sift._ensure_policy('sift.secret_mappings', 'tenant_rows',
+    $u$tenant = (select sift.current_tenant())$u$);
+select sift._ensure_policy('sift.allowed_endpoints', 'tenant_rows',
+    $u$tenant is null or tenant = (select sift.current_tenant())$u$);
+select sift._ensure_policy('sift.tenant_roles', 'own_roles',
+    $u$role_name = any (sift._member_roles())$u$);
+select sift._ensure_policy('sift.documents', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.chunks', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.collection_lexical_stats', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.term_df', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.term_df_pending', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.term_lists', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.term_blocks', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.term_deltas', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.list_build_plan', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.list_build_entries', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.golden_sets', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.eval_runs', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.golden_questions', 'tenant_rows',
+    $u$golden_set_id in (select g.golden_set_id from sift.golden_sets g)$u$,
+    $c$golden_set_id in (select g.golden_set_id from sift.golden_sets g)$c$);
+select sift._ensure_policy('sift.golden_positives', 'tenant_rows',
+    $u$question_id in (select q.question_id from sift.golden_questions q)$u$,
+    $c$question_id in (select q.question_id from sift.golden_questions q)$c$);
+
+
 -- Questions and positives reach their tenant through their set (whose own
 -- policy applies inside these subqueries).
-drop policy if exists tenant_rows on sift.golden_questions;
-create policy tenant_rows on sift.golden_questions
-    using (golden_set_id in (select g.golden_set_id from sift.golden_sets g))
-    with check (golden_set_id in (select g.golden_set_id from sift.golden_sets g));
-drop policy if exists tenant_rows on sift.golden_positives;
-create policy tenant_rows on sift.golden_positives
-    using (question_id in (select q.question_id from sift.golden_questions q))
-    with check (question_id in (select q.question_id from sift.golden_questions q));
 
 -- Grants. Nothing is PUBLIC's; the shipped roles nest (admin is a writer,
 -- a writer is a reader: granted once, when 0003 creates them).

@@ -153,7 +153,7 @@ def test_run_quality_on_known_case(db, client, toy: Path):
 
     s = result["settings"]
     assert s["model"] == "toy-model" and s["dims"] == DIMS and s["top_k"] == 10 and s["depth"] == 100
-    assert s["collection_defaults"]["dense_weight"] == pytest.approx(0.45)
+    assert s["collection_settings"]["dense_weight"] == pytest.approx(0.45)
     json.dumps(result)   # the CLI's --json output
 
     table = format_table(result)

@@ -18,6 +18,7 @@ import numpy as np
 import psycopg
 import pytest
 
+import pgsift
 from pgsift import Chunk, Client, Document
 from conftest import unit
 
@@ -97,7 +98,7 @@ def test_sql_bm25_equals_python_bm25(client, db, seed):
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 80))
     for text in random_queries(rng, 15):
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
         assert_same_top(lexical_leg(client, "c", text, 30), oracle, 30)
 
 
@@ -122,11 +123,11 @@ def write_chunks(db, rng, collection_id: int, count: int, length: int, prefix: s
                    [doc_id, zipf_text(rng, length), str(unit(rng.normal(size=DIMS)).tolist())])
 
 
-def assert_oracle(client, db, col, rng, queries: int, ns=(1, 5, 20)) -> None:
+def assert_oracle(client, db, col, rng, queries: int, ns=(1, 5, 20), **knobs) -> None:
     for text in random_queries(rng, queries):
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
         for n in ns:
-            assert_same_top(lexical_leg(client, "c", text, n), oracle, n)
+            assert_same_top(lexical_leg(client, "c", text, n, **knobs), oracle, n)
 
 
 def test_impact_lists_give_the_exhaustive_answer(client, db):
@@ -142,9 +143,7 @@ def test_impact_lists_give_the_exhaustive_answer(client, db):
 def test_a_spent_budget_falls_back_to_exact_scoring_when_matches_are_few(client, db):
     rng, col = seeded_collection(client, seed=8, docs=400)
     build_lists(db, 120)
-    with db.transaction():
-        db.execute("set local pgsift.lexical_budget = 100")
-        assert_oracle(client, db, col, rng, 15)
+    assert_oracle(client, db, col, rng, 15, lexical_budget=100)
 
 
 def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_scored(client, db):
@@ -153,11 +152,8 @@ def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_sco
     same = 0
     queries = [" ".join(VOCAB[i] for i in rng.choice(6, size=3, replace=False)) for _ in range(20)]
     for text in queries:
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
-        with db.transaction():
-            db.execute("set local pgsift.lexical_budget = 100")
-            db.execute("set local pgsift.lexical_exact_limit = 0")
-            got = lexical_leg(client, "c", text, 10)
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
+        got = lexical_leg(client, "c", text, 10, lexical_budget=100, lexical_exact_limit=0)
         # every chunk returned carries its exact score, best first; some may be missing
         assert 3 <= len(got) <= 10
         for chunk_id, score in got:
@@ -168,19 +164,27 @@ def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_sco
     assert same < len(queries)   # the bound really was hit (not every answer is the exhaustive one)
     # and lifting the limits gives the exhaustive answer again
     text = queries[0]
-    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
     assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
 
 
-def test_bad_budget_settings_are_refused(client, db):
+def test_bad_budget_knobs_are_refused_and_session_settings_ignored(client, db):
     client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(np.random.default_rng(1), 20))
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="pgsift.lexical_budget"):
-        with db.transaction():
-            db.execute("set local pgsift.lexical_budget = 'lots'")
-            db.execute("select * from sift.search('c', 'w000 w001')").fetchall()
-    with pytest.raises(psycopg.errors.InvalidParameterValue, match="list_size"):
+    with pytest.raises(pgsift.InvalidKnob) as info:
+        client.search("c", "w000 w001", lexical_budget=-1)
+    assert info.value.knob == "lexical_budget"
+    with pytest.raises(pgsift.InvalidKnob, match="JSON number"):
+        client.search("c", "w000 w001", lexical_exact_limit="lots")
+    # The budget used to be a session setting: behind a transaction pooler one client's
+    # garbage reached every other client's searches. It is a knob now; the old settings are
+    # nothing pgsift reads.
+    db.execute("set pgsift.lexical_budget = 'lots'")
+    db.execute("set pgsift.lexical_exact_limit = '-5'")
+    assert len(client.search("c", "w000 w001", top_k=5)) == 5
+    with pytest.raises(psycopg.Error) as raw:
         db.execute("select * from sift.refresh_lexical_stats('c', list_size => 0)")
+    assert raw.value.sqlstate == "SF003" and "list_size" in raw.value.diag.message_primary
 
 
 def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
@@ -259,7 +263,7 @@ def test_lists_stay_exact_when_avgdl_moves_without_a_refresh(client, db):
         db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) values (%s, 0, %s, %s)",
                    [doc_id, zipf_text(rng, 200), str(unit(rng.normal(size=DIMS)).tolist())])
     for text in random_queries(rng, 20):
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
         assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
 
 
@@ -332,7 +336,7 @@ def test_statistics_match_a_recount_after_concurrent_writers(client, db, dsn):
     assert pending == 0
     # and the answers are still the oracle's
     text = "w000 w003 w020"
-    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.bm25_k1, col.bm25_b)
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
     assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
 
 

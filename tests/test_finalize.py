@@ -31,10 +31,11 @@ def build(client: Client, name: str, docs: dict[str, int | list], **settings) ->
         documents.append(Document(source_uri=uri, chunks=[Chunk(content=f"{uri} chunk {i}", embedding=v)
                                                           for i, v in enumerate(vectors)], **meta.get(uri, {})))
     client.upsert_documents(name, documents)
-    rows = client._fetch("select d.source_uri, k.chunk_id from sift.chunks k join sift.documents d "
-                         "using (document_id) join sift.collections c on c.collection_id = d.collection_id "
-                         "where c.name = %(name)s and c.tenant = %(tenant)s order by k.ordinal",
-                         {"name": name, "tenant": client.tenant})
+    with client.transaction() as conn:
+        rows = conn.execute("select d.source_uri, k.chunk_id from sift.chunks k join sift.documents d "
+                            "using (document_id) where d.collection_id = "
+                            "(select collection_id from sift.collections where name = %s "
+                            "and tenant = sift.current_tenant()) order by k.ordinal", [name]).fetchall()
     ids: dict[str, list[int]] = {}
     for uri, chunk_id in rows:
         ids.setdefault(uri, []).append(chunk_id)
@@ -162,8 +163,8 @@ def test_recency_weight_above_the_ceiling_is_refused(client, db):
         client.alter_collection("c", recency_weight=0.7)
     assert info.value.knob == "recency_weight"
     with pytest.raises(psycopg.errors.CheckViolation):
-        db.execute("select * from sift.search(collection => 'c', recency_weight => 0.7)")
-    assert client.alter_collection("c", recency_ceiling=0.8, recency_weight=0.7).recency_weight == 0.7
+        db.execute("""select * from sift.search(collection => 'c', knobs => '{"recency_weight": 0.7}')""")
+    assert client.alter_collection("c", recency_ceiling=0.8, recency_weight=0.7).settings["recency_weight"] == 0.7
 
 
 # -- per-document cap ------------------------------------------------------------------------------
@@ -183,13 +184,14 @@ def test_cap_skips_then_backfills(client, db):
     # 0 is off; the default is 5.
     assert ids_of(client.finalize("c", pool, scores, top_k=6, per_document_cap=0)) == pool[:6]
     assert ids_of(client.finalize("c", pool, scores, top_k=6)) == [*a, b[0]]
-    assert client.get_collection("c").per_document_cap == 5
+    assert client.get_collection("c").settings["per_document_cap"] == 5
 
     # What happened to each chunk (the stage that explain shows).
     rows = {r[0]: r[1:] for r in db.execute(
-        "select f.chunk_id, f.cap_status, f.cut_by, f.kept, f.reason from sift._finalize("
-        "array[(select c from sift.collections c where name = 'c')], %s::bigint[], %s::float8[], 5, "
-        "null, null, null, null, 2, null, null, null, null, true) f", (pool, scores)).fetchall()}
+        "select f.chunk_id, f.cap_status, f.cut_by, f.kept, f.reason "
+        "from (select array[c] as cols from sift.collections c where name = 'c') x, "
+        "sift._finalize(x.cols, sift._resolve_all(x.cols, '{\"per_document_cap\": 2}'), "
+        "%s::bigint[], %s::float8[], 5, null, true) f", (pool, scores)).fetchall()}
     assert rows[a[0]][:3] == ("kept", None, True)
     assert rows[a[2]][:3] == ("backfilled", None, True) and "backfilled" in rows[a[2]][3]
     assert rows[a[3]][:3] == ("capped", "per_document_cap", False)
@@ -211,7 +213,8 @@ def test_mmr_pushes_down_a_near_duplicate(client, db):
 
     rows = {r[0]: r[1:] for r in db.execute(
         "select chunk_id, mmr_similarity, mmr_penalty, cut_by, final_rank from sift.explain("
-        "collection => 'c', query_embedding => '[1,0,0,0]', match_count => 2, mmr_lambda => 0.5)").fetchall()}
+        "collection => 'c', query_embedding => '[1,0,0,0]', match_count => 2, "
+        "knobs => '{\"mmr_lambda\": 0.5}')").fetchall()}
     assert rows[x1] == (0, 0, None, 1)                            # first pick: nothing to resemble
     assert rows[y][0] == pytest.approx(0, abs=1e-6) and rows[y][2:] == (None, 2)
     assert rows[x2][0] == pytest.approx(1, abs=1e-3)              # cut: near-identical to x1
@@ -254,7 +257,7 @@ def test_collection_threshold_applies_to_search(client):
     pool = client.explain("c", "chunk", top_k=6)
     assert [c.cut_by for c in pool] == [None] * 3 + ["score_threshold"] * 3
     assert all("below the score threshold" in c.reason for c in pool[3:])
-    assert client.alter_collection("c", score_threshold=None).score_threshold is None
+    assert client.alter_collection("c", score_threshold=None).settings["score_threshold"] is None
     assert len(client.search("c", "chunk", top_k=6)) == 6
 
 
@@ -299,10 +302,10 @@ def test_finalize_argument_errors(client, db):
     for scores in ([1.0], [1.0, -0.5], [1.0, float("nan")], [1.0, float("inf")], ["x", 1]):
         with pytest.raises(pgsift.InvalidArgument):
             client.finalize("c", ids, scores)
-    with pytest.raises(pgsift.InvalidArgument):
-        client.finalize("c", ids, boosts=[1, 2])                  # one collection, two boosts
-    with pytest.raises(pgsift.InvalidArgument):
-        client.finalize("c", ids, hybrid=False)                   # a retrieval knob: nothing to retrieve
+    with pytest.raises(pgsift.InvalidKnob, match="not among the collections"):
+        client.finalize("c", ids, boost={"elsewhere": 2})         # a boost for a collection not searched
+    # The same knobs object as the search it finalizes: retrieval knobs are accepted, and unused.
+    assert ids_of(client.finalize("c", ids, hybrid=False, fetch_k=3)) == ids_of(client.finalize("c", ids))
     with pytest.raises(pgsift.InvalidKnob) as info:
         client.finalize("c", ids, mmr_lambda=1.5)
     assert info.value.knob == "mmr_lambda"
@@ -321,5 +324,6 @@ async def test_afinalize_matches_finalize(client, dsn):
     pool = [*ids["b"], *ids["a"]]
     want = client.finalize("c", pool, [0.1, 0.9, 0.5, 0.4, 0.3], top_k=4, per_document_cap=1)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        got = await Client(conn).afinalize("c", pool, [0.1, 0.9, 0.5, 0.4, 0.3], top_k=4, per_document_cap=1)
+        got = await pgsift.AsyncClient(conn).finalize("c", pool, [0.1, 0.9, 0.5, 0.4, 0.3], top_k=4,
+                                                      per_document_cap=1)
     assert got.hits == want.hits

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
+from psycopg.types.json import Jsonb
 import pytest
 
 from conftest import unit
@@ -136,10 +137,10 @@ def stored(db, collection: str) -> dict[int, tuple[int, np.ndarray]]:
 
 
 def finalize(db, collection, ids, scores, match_count, **knobs) -> list[int]:
-    args = ", ".join(f"{k} => %({k})s" for k in knobs)
     sql = ("select chunk_id from sift.finalize(collection => %(collection)s, chunk_ids => %(ids)s::bigint[], "
-           "scores => %(scores)s::float8[], match_count => %(n)s" + (", " + args if args else "") + ")")
-    rows = db.execute(sql, {"collection": collection, "ids": ids, "scores": scores, "n": match_count, **knobs})
+           "scores => %(scores)s::float8[], match_count => %(n)s, knobs => %(knobs)s)")
+    rows = db.execute(sql, {"collection": collection, "ids": ids, "scores": scores, "n": match_count,
+                            "knobs": Jsonb(knobs)})
     return [r[0] for r in rows.fetchall()]
 
 
@@ -258,7 +259,7 @@ def test_lost_in_the_middle_matches_the_reference(db, pool_collection):
         assert shown == lost_in_the_middle(plain)
         assert sorted(shown) == sorted(plain)                  # only the order changes
         rows = db.execute("select rank, position from sift.finalize(collection => 'p', chunk_ids => %s, "
-                          "match_count => %s, lost_in_the_middle => true)", (ids, n)).fetchall()
+                          "match_count => %s, knobs => '{\"lost_in_the_middle\": true}')", (ids, n)).fetchall()
         assert [r[1] for r in rows] == list(range(1, len(rows) + 1))
         assert [r[0] for r in rows] == lost_in_the_middle(list(range(1, len(rows) + 1)))
 
@@ -302,12 +303,14 @@ def test_all_knobs_together_match_the_reference(client, db):
         n = int(rng.integers(1, 12))
         with db.transaction():
             as_of = db.execute("select now()").fetchone()[0]
+            # A knob's value may be an object naming a value per collection (here: the boost).
+            knobs = {"boost": {"a": boosts[0], "b": boosts[1]}, "recency_bias": bias,
+                     "score_threshold": threshold, "per_document_cap": cap, "mmr_lambda": lam,
+                     "lost_in_the_middle": litm}
             got = db.execute(
                 "select chunk_id, recency_factor, boost, score from sift.finalize("
                 "collections => array['a', 'b'], chunk_ids => %s::bigint[], scores => %s::float8[], "
-                "match_count => %s, boosts => %s::float8[], recency_bias => %s, score_threshold => %s, "
-                "per_document_cap => %s, mmr_lambda => %s, lost_in_the_middle => %s)",
-                (ids, scores, n, boosts, bias, threshold, cap, lam, litm)).fetchall()
+                "match_count => %s, knobs => %s)", (ids, scores, n, Jsonb(knobs))).fetchall()
         weight = 0.3 + bias * (0.8 - 0.3)
         rows = []
         for i, s in zip(ids, scores):

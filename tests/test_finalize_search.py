@@ -1,6 +1,6 @@
-"""The finalize stage inside sift.search: several collections in one pool (boosts, the
-strictest setting wins, one embedding size), explain showing every knob, and one
-end-to-end search with every knob on, checked against the Python reference."""
+"""The finalize stage inside sift.search: several collections in one pool (per-collection
+boosts, the strictest setting wins, one embedding size), explain showing every knob, and
+one end-to-end search with every knob on, checked against the Python reference."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 import pgsift
 from conftest import random_documents, unit
@@ -65,7 +66,7 @@ def test_several_collections_are_one_pool_on_one_scale(client, two):
 
     # A boost multiplies a collection's scores (per call, or stored).
     boosted = client.search(["a", "b"], "alpha bravo", embedding=two, top_k=12, per_document_cap=0,
-                            boosts={"b": 3})
+                            boost={"b": 3})
     rescored = sorted([(h.score * (3 if n == "b" else 1), h.chunk_id) for n, r in one.items() for h in r],
                       key=lambda t: (-t[0], t[1]))
     assert [(h.chunk_id, pytest.approx(h.score)) for h in boosted] == [(c, s) for s, c in rescored[:12]]
@@ -73,7 +74,7 @@ def test_several_collections_are_one_pool_on_one_scale(client, two):
     client.alter_collection("b", boost=3)
     stored = client.search(["a", "b"], "alpha bravo", embedding=two, top_k=12, per_document_cap=0)
     assert ids(stored) == ids(boosted)
-    # The list order does not matter; boosts in SQL follow it.
+    # The list order does not matter: a per-collection value names its collection.
     assert ids(client.search(["b", "a"], "alpha bravo", embedding=two, top_k=12, per_document_cap=0)) == ids(stored)
 
 
@@ -124,8 +125,8 @@ def test_collection_arguments_are_checked(client, db, two):
         client.search(["a", "a"], "alpha")
     with pytest.raises(pgsift.InvalidArgument):
         client.search([], "alpha")
-    with pytest.raises(pgsift.InvalidArgument):
-        client.search(["a", "b"], "alpha", boosts={"c": 2})
+    with pytest.raises(pgsift.InvalidKnob, match="not among the collections searched"):
+        client.search(["a", "b"], "alpha", boost={"c": 2})
     with pytest.raises(pgsift.CollectionNotFound):
         client.search(["a", "nope"], "alpha")
     with pytest.raises(pgsift.CollectionNotFound):                 # another tenant's are not yours
@@ -135,17 +136,18 @@ def test_collection_arguments_are_checked(client, db, two):
             db.execute(f"select * from sift.search({args})")
         assert err.value.sqlstate == "SF003", args
     with pytest.raises(psycopg.Error) as err:
-        db.execute("select * from sift.search(collections => array['a', 'b'], boosts => array[1, 2, 3])")
-    assert err.value.sqlstate == "SF003"
+        db.execute("""select * from sift.search(collections => array['a', 'b'],
+                                                knobs => '{"boost": {"a": 1, "c": 2}}')""")
+    assert err.value.sqlstate == "SF009"
     with pytest.raises(psycopg.errors.CheckViolation):
-        db.execute("select * from sift.search(collections => array['a', 'b'], boosts => array[1, 0])")
+        db.execute("""select * from sift.search(collections => array['a', 'b'], knobs => '{"boost": {"b": 0}}')""")
 
 
 async def test_asearch_over_several_collections(client, dsn, two):
     want = client.search(["a", "b"], "alpha", embedding=two, top_k=8, mmr_lambda=0.6)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        got = await Client(conn).asearch(["a", "b"], "alpha", embedding=two, top_k=8, mmr_lambda=0.6)
-        pool = await Client(conn).aexplain(["a", "b"], "alpha", embedding=two, top_k=8, mmr_lambda=0.6)
+        got = await pgsift.AsyncClient(conn).search(["a", "b"], "alpha", embedding=two, top_k=8, mmr_lambda=0.6)
+        pool = await pgsift.AsyncClient(conn).explain(["a", "b"], "alpha", embedding=two, top_k=8, mmr_lambda=0.6)
     assert got.hits == want.hits
     assert sorted((c.final_rank, c.chunk_id) for c in pool if c.kept) == [(h.rank, h.chunk_id) for h in want]
 
@@ -161,7 +163,7 @@ def test_explain_shows_what_each_knob_did(client, db):
                      chunks=[Chunk(content=f"kilo lima {i} {j}", embedding=unit(query + rng.normal(scale=0.5, size=DIMS)))
                              for j in range(4)]) for i in range(6)]
     client.upsert_documents("k", docs)
-    knobs = dict(top_k=6, per_document_cap=1, mmr_lambda=0.7, boosts={"k": 2.0}, lost_in_the_middle=True)
+    knobs = dict(top_k=6, per_document_cap=1, mmr_lambda=0.7, boost=2.0, lost_in_the_middle=True)
     base = client.explain("k", "kilo", embedding=query, top_k=50, per_document_cap=0)
     threshold = sorted(c.base_score for c in base)[len(base) // 4]
     with db.transaction():   # one now() for both, so recency agrees to the last bit
@@ -215,22 +217,19 @@ def test_one_search_call_applies_every_knob(client, db):
                 for _ in range(int(rng.integers(1, 5)))]))
         client.upsert_documents(name, docs)
 
-    knobs = {"boosts": [1.0, 1.5], "recency_bias": 0.5, "per_document_cap": 2, "mmr_lambda": 0.6,
-             "lost_in_the_middle": True}
+    knobs = {"boost": {"news": 1.0, "wiki": 1.5}, "recency_bias": 0.5, "per_document_cap": 2,
+             "mmr_lambda": 0.6, "lost_in_the_middle": True}
     vec = "[" + ",".join(map(repr, query.tolist())) + "]"
     args = ("collections => array['news', 'wiki'], query_text => 'alpha delta', query_embedding => %(q)s, "
             "match_count => 8")
-    knob_args = ("boosts => %(boosts)s::float8[], recency_bias => %(recency_bias)s, "
-                 "per_document_cap => %(per_document_cap)s, mmr_lambda => %(mmr_lambda)s, "
-                 "lost_in_the_middle => %(lost_in_the_middle)s, score_threshold => %(t)s")
     with db.transaction():
         as_of = db.execute("select now()").fetchone()[0]
         pool = db.execute(f"select chunk_id, document_id, score, collection_name from sift.candidates({args})",
                           {"q": vec}).fetchall()
         threshold = sorted(p[2] for p in pool)[len(pool) // 5]
         got = db.execute(f"select chunk_id, rank, position, threshold_applied, below_threshold, legs "
-                         f"from sift.search({args}, {knob_args})",
-                         {"q": vec, "t": threshold, **knobs}).fetchall()
+                         f"from sift.search({args}, knobs => %(knobs)s)",
+                         {"q": vec, "knobs": Jsonb({**knobs, "score_threshold": threshold})}).fetchall()
         meta = dict(db.execute("select k.chunk_id, d.metadata from sift.chunks k "
                                "join sift.documents d using (document_id)").fetchall())
         vectors = {cid: np.array(json.loads(v)) for cid, v in
@@ -241,7 +240,7 @@ def test_one_search_call_applies_every_knob(client, db):
     for chunk_id, doc, score, name in pool:
         date = meta[chunk_id].get("published")
         factor = recency_factor(datetime.fromisoformat(date) if date else None, as_of, timedelta(days=30), weight)
-        rows.append(Row(chunk_id, doc, score, factor, knobs["boosts"][name == "wiki"], vectors[chunk_id]))
+        rows.append(Row(chunk_id, doc, score, factor, knobs["boost"][name], vectors[chunk_id]))
     want, gap = reference_finalize(rows, 8, cap=2, lam=0.6, threshold=threshold, litm=True)
     assert gap > NEAR_TIE
     assert [g[0] for g in got] == want
@@ -256,7 +255,7 @@ def test_search_with_every_knob_runs_read_only(client, db, two):
     with db.transaction():
         db.execute("set transaction read only")
         n = db.execute("select count(*) from sift.search(collections => array['a', 'b'], query_text => 'alpha', "
-                       "query_embedding => %s, boosts => array[2], recency_bias => 1)",
+                       "query_embedding => %s, knobs => '{\"boost\": {\"a\": 2}, \"recency_bias\": 1}')",
                        (str(two.tolist()),)).fetchone()[0]
         assert n == 10
         assert db.execute("select count(*) from sift.explain(collection => 'a', query_text => 'alpha')").fetchone()[0]

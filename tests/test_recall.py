@@ -122,8 +122,8 @@ def test_data_shape(loaded):
     assert counts == {"big": N_BIG, "small": N_SMALL, "small_default": N_SMALL}
     total = N_BIG + 2 * N_SMALL
     assert counts["small"] / total <= 0.01
-    assert loaded.client.get_collection("small").exact_search_limit == 0
-    assert loaded.client.get_collection("small_default").exact_search_limit == 10000
+    assert loaded.client.get_collection("small").settings["exact_search_limit"] == 0
+    assert loaded.client.get_collection("small_default").settings["exact_search_limit"] == 10000
 
 
 def test_small_collection_recall_through_hnsw(loaded):

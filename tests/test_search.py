@@ -87,7 +87,7 @@ def test_hybrid_off_per_collection(client, db, corpus):
     name, query = corpus
     want = exact_cosine_top(stored_embeddings(db, name), query, 10)
     assert ids(client.search(name, "alpha twin", embedding=query, top_k=10)) != want   # hybrid changes it
-    assert client.alter_collection(name, hybrid=False).hybrid is False
+    assert client.alter_collection(name, hybrid=False).settings["hybrid"] is False
     result = client.search(name, "alpha twin", embedding=query, top_k=10)
     assert ids(result) == want
     assert result.legs == ["dense"]
@@ -253,9 +253,53 @@ def test_errors_are_typed(client, corpus):
         assert knob in str(err.value)
 
 
-def test_raw_sql_knob_out_of_range_is_a_check_violation(db):
-    with pytest.raises(psycopg.errors.CheckViolation):
-        db.execute("select * from sift.search(collection => 'x', dense_weight => 2)")
+def test_raw_sql_knob_out_of_range_is_a_check_violation_naming_it(db):
+    db.execute("select sift.create_collection('x', 3)")
+    with pytest.raises(psycopg.errors.CheckViolation) as info:
+        db.execute("""select * from sift.search(collection => 'x', knobs => '{"dense_weight": 2}')""")
+    assert "sift.dense_weight" in info.value.diag.message_primary
+
+
+# -- presets ------------------------------------------------------------------------------
+
+def test_the_pgvector_preset_is_exactly_pgvectors_order(client, db):
+    # Documents of eight chunks each: the default per-document cap (5) reorders a dense-only
+    # answer, so hybrid => false alone is not pgvector's order; the preset is, by exact scan.
+    client.create_collection("p", embedding_dims=DIMS)
+    rng = np.random.default_rng(31)
+    query = f32(rng.normal(size=DIMS))
+    docs = [Document(source_uri=f"d{i}", chunks=[
+        Chunk(content="alpha", embedding=unit(query + rng.normal(scale=0.2 if i == 0 else 1.0, size=DIMS)))
+        for _ in range(8)]) for i in range(6)]
+    client.upsert_documents("p", docs)
+    want = exact_cosine_top(stored_embeddings(db, "p"), query, 12)
+    assert ids(client.search("p", "alpha", embedding=query, top_k=12, preset="pgvector")) == want
+    assert ids(client.search("p", "alpha", embedding=query, top_k=12, hybrid=False)) != want
+    raw = db.execute("select chunk_id from sift.search('p', 'alpha', %s, 12, knobs => '{\"preset\": \"pgvector\"}')",
+                     ["[" + ",".join(map(repr, query.tolist())) + "]"]).fetchall()
+    assert [r[0] for r in raw] == want
+    # The same ids pgvector's own operator gives on the table, ordered by distance.
+    direct = db.execute("select chunk_id from sift.chunks order by embedding <=> %s::vector, chunk_id limit 12",
+                        ["[" + ",".join(map(repr, query.tolist())) + "]"]).fetchall()
+    assert [r[0] for r in direct] == want
+
+
+def test_the_seeds_preset_and_keys_beside_a_preset(client, corpus):
+    name, query = corpus
+    seeds = client.search(name, "alpha bravo twin", embedding=query, top_k=5, preset="seeds")
+    for hit in seeds:
+        expected = (0.7 / (60 + hit.dense_rank) if hit.dense_rank else 0) + \
+                   (0.3 / (60 + hit.lexical_rank) if hit.lexical_rank else 0)
+        assert hit.base_score == pytest.approx(expected, rel=1e-12)
+    tuned = client.search(name, "alpha bravo twin", embedding=query, top_k=5, preset="seeds", rrf_k=10)
+    for hit in tuned:   # a key beside the preset wins over it
+        expected = (0.7 / (10 + hit.dense_rank) if hit.dense_rank else 0) + \
+                   (0.3 / (10 + hit.lexical_rank) if hit.lexical_rank else 0)
+        assert hit.base_score == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(pgsift.InvalidKnob, match="unknown preset"):
+        client.search(name, "alpha", preset="nope")
+    client.alter_collection(name, preset="seeds")   # a preset stores as its values
+    assert client.get_collection(name).knobs == {"fetch_k": 40, "dense_weight": 0.7, "rrf_k": 60}
 
 
 # -- the plan (a fact about the statement, not a timing) ----------------------------------
@@ -282,7 +326,7 @@ def test_large_collection_walks_the_hnsw_index(client, db):
     col = client.create_collection("big", embedding_dims=DIMS, exact_search_limit=50)
     rng = np.random.default_rng(2)
     client.upsert_documents("big", random_documents(rng, 100, DIMS))
-    assert len(chunk_ids(db, "big")) > col.exact_search_limit
+    assert len(chunk_ids(db, "big")) > col.settings["exact_search_limit"]
     db.execute("analyze sift.chunks")
     query = unit(rng.normal(size=DIMS))
 

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -36,6 +37,8 @@ from .models import Chunk, Document
 log = logging.getLogger(__name__)
 
 MODES = ("dense", "lexical", "hybrid")
+# Exhaustive BM25: the lexical leg with its read budget and exhaustive limit lifted.
+EXHAUSTIVE = {"lexical_budget": 2_000_000_000, "lexical_exact_limit": 2_000_000_000}
 _INGEST_BATCH = 500
 
 
@@ -63,7 +66,8 @@ class BeirDataset:
         return len(self.doc_ids)
 
 
-def _read_jsonl(path: Path) -> Iterator[dict]:
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL file (BEIR's corpus and queries), a bad line named."""
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
             if line.strip():
@@ -73,7 +77,7 @@ def _read_jsonl(path: Path) -> Iterator[dict]:
                     raise InvalidArgument(f"{path}:{line_no}: not JSON ({exc})") from exc
 
 
-def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
@@ -125,7 +129,7 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
         raise InvalidArgument(f"{dataset} is not a BEIR folder: missing {', '.join(missing_files)}")
 
     doc_ids, titles, texts = [], [], []
-    for row in _read_jsonl(dataset / "corpus.jsonl"):
+    for row in read_jsonl(dataset / "corpus.jsonl"):
         doc_ids.append(str(row["_id"]))
         titles.append(row.get("title") or "")
         texts.append(row.get("text") or "")
@@ -134,10 +138,10 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
         raise InvalidArgument(f"{emb_dir / 'corpus.npy'} has shape {doc_emb.shape}; "
                          f"corpus.jsonl has {len(doc_ids)} documents")
 
-    all_qrels = _read_qrels(dataset / "qrels" / f"{split}.tsv")
+    all_qrels = read_qrels(dataset / "qrels" / f"{split}.tsv")
     qrels = {q: judged for q, judged in all_qrels.items() if metrics.relevant(judged)}
 
-    query_rows = list(_read_jsonl(dataset / "queries.jsonl"))
+    query_rows = list(read_jsonl(dataset / "queries.jsonl"))
     q_emb = np.load(emb_dir / "queries.npy", mmap_mode="r")
     if q_emb.ndim != 2 or q_emb.shape[0] != len(query_rows):
         raise InvalidArgument(f"{emb_dir / 'queries.npy'} has shape {q_emb.shape}; "
@@ -162,7 +166,8 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
     )
 
 
-def _documents(data: BeirDataset, start: int, stop: int) -> list[Document]:
+def corpus_documents(data: BeirDataset, start: int, stop: int) -> list[Document]:
+    """Corpus entries start..stop as Documents: one document and one chunk per entry."""
     docs = []
     for i in range(start, stop):
         # Chunk text may not be blank (the client refuses it): fall back to the title.
@@ -176,18 +181,16 @@ def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 
 
-def _server_info(conn: psycopg.Connection) -> dict[str, str | None]:
+def _server_info(conn: psycopg.Connection[Any]) -> dict[str, str | None]:
     with conn.transaction():
-        row = conn.execute(
-            "select current_setting('server_version'), "
-            "(select extversion from pg_catalog.pg_extension where extname = 'vector')").fetchone()
-    return {"postgres": row[0], "pgvector": row[1]}
+        row = conn.execute(queries.SERVER_VERSIONS).fetchone()
+    return {"postgres": row[0] if row else None, "pgvector": row[1] if row else None}
 
 
-def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = None,
+def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | None = None,
                 collection: str = "bench", search_language: str = "english", top_k: int = 10,
                 depth: int = 100, max_queries: int | None = None,
-                knobs: dict | None = None) -> dict:
+                knobs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Ingest a BEIR dataset into a fresh collection and score dense, lexical and hybrid search.
 
     The collection ``collection`` is dropped first if it exists, then created with the
@@ -223,21 +226,19 @@ def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = 
         client.drop_collection(collection)
     except CollectionNotFound:
         pass
-    col = client.create_collection(collection, embedding_dims=data.dims,
-                                   search_language=search_language)
+    col = client.create_collection(collection, embedding_dims=data.dims, search_language=search_language)
 
     log.info("ingesting %d documents into %r", len(data), collection)
     started = time.perf_counter()
     n_written = 0
     for start in range(0, len(data), _INGEST_BATCH):
         n_written += len(client.upsert_documents(
-            collection, _documents(data, start, min(start + _INGEST_BATCH, len(data)))))
+            collection, corpus_documents(data, start, min(start + _INGEST_BATCH, len(data)))))
     ingest_s = time.perf_counter() - started
-    with conn.transaction():
-        n_docs = conn.execute("select count(*) from sift.documents where collection_id = %s",
-                              (col.collection_id,)).fetchone()[0]
+    with client.transaction() as tx:
+        n_docs = (tx.execute(queries.COUNT_DOCUMENTS, {"collection": collection}).fetchone() or (0,))[0]
         # Fresh planner statistics, as autovacuum would give a settled table.
-        conn.execute("analyze sift.documents, sift.chunks")
+        tx.execute(queries.ANALYZE)
 
     def call(mode: str, i: int) -> list[str]:
         if mode == "dense":
@@ -248,9 +249,8 @@ def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = 
         elif mode == "lexical_exhaustive":
             # The same leg with its read budget and exhaustive limit lifted:
             # exhaustive BM25, for what the bounded leg gives up (if anything).
-            with conn.transaction():
-                conn.execute(queries.LIFT_LEXICAL_BUDGET)
-                result = client.search(collection, data.query_texts[i], top_k=depth, **knobs)
+            result = client.search(collection, data.query_texts[i], top_k=depth,
+                                   **{**knobs, **EXHAUSTIVE})
         else:
             result = client.search(collection, data.query_texts[i], embedding=data.query_embeddings[i],
                                    top_k=depth, hybrid=True, **knobs)
@@ -297,16 +297,14 @@ def run_quality(conn: psycopg.Connection, dataset: Path, *, model: str | None = 
             "depth": depth,
             "max_queries": max_queries,
             "knobs": knobs,
-            "collection_defaults": {
-                "distance": col.distance, "dense_weight": col.dense_weight, "rrf_k": col.rrf_k,
-                "fetch_k": col.fetch_k, "exact_search_limit": col.exact_search_limit,
-            },
+            "distance": col.distance,
+            "collection_settings": col.settings,
             **_server_info(conn),
         },
     }
 
 
-def format_table(result: dict) -> str:
+def format_table(result: dict[str, Any]) -> str:
     """The result of :func:`run_quality` as an aligned plain-text table."""
     settings = result.get("settings", {})
     k, depth = settings.get("top_k", 10), settings.get("depth", 100)

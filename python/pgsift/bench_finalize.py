@@ -18,26 +18,29 @@ collection is dropped at the end. ``format_table`` prints the result.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import numpy as np
 import psycopg
 
 from . import queries
 from .client import Client
-from .models import Chunk, Document, vector_text
+from .models import Chunk, Document
 
 TENANT = "pgsift-bench"
-CONFIGS: dict[str, dict] = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "off": {"per_document_cap": 0},
     "recency": {"per_document_cap": 0, "recency_field": "published", "recency_bias": 0.5},
     "cap": {"per_document_cap": 2},
     "mmr": {"per_document_cap": 0, "mmr_lambda": 0.5},
     "all": {"per_document_cap": 2, "mmr_lambda": 0.5, "recency_field": "published",
-            "recency_bias": 0.5, "boosts": [1.5], "lost_in_the_middle": True},
+            "recency_bias": 0.5, "boost": 1.5, "lost_in_the_middle": True},
 }
 
 
@@ -47,7 +50,8 @@ def _stats(samples: list[float]) -> dict[str, float]:
         {"median_ms": math.nan, "p95_ms": math.nan}
 
 
-def _time(calls: dict[str, object], repeats: int, warmup: int = 3) -> dict[str, dict[str, float]]:
+def _time(calls: Mapping[str, Callable[[], object]], repeats: int,
+          warmup: int = 3) -> dict[str, dict[str, float]]:
     """Median and p95 per call. The calls take turns (a rotating order each round), so a
     noisy machine slows them all alike instead of whichever ran during the noise."""
     for _ in range(warmup):
@@ -76,8 +80,8 @@ def _documents(rng: np.random.Generator, n_chunks: int, dims: int, chunks_per_do
     return docs
 
 
-def run_finalize(conn: psycopg.Connection, pool_sizes: tuple[int, ...] = (50, 200), repeats: int = 50, *,
-                 dims: int = 384, chunks_per_doc: int = 4, match_count: int = 10, seed: int = 0) -> dict:
+def run_finalize(conn: psycopg.Connection[Any], pool_sizes: tuple[int, ...] = (50, 200), repeats: int = 50, *,
+                 dims: int = 384, chunks_per_doc: int = 4, match_count: int = 10, seed: int = 0) -> dict[str, Any]:
     """Time the finalize stage at each pool size; see the module docstring. Needs pgsift
     installed in the database; writes only a scratch collection, which it drops again."""
     if not pool_sizes or min(pool_sizes) < 1 or max(pool_sizes) > 1000:
@@ -91,26 +95,26 @@ def run_finalize(conn: psycopg.Connection, pool_sizes: tuple[int, ...] = (50, 20
     client.create_collection(name, embedding_dims=dims, fetch_k=max(pool_sizes), exact_search_limit=n_chunks)
     try:
         client.upsert_documents(name, _documents(rng, n_chunks, dims, chunks_per_doc))
-        all_ids = [r[0] for r in client._fetch(queries.COLLECTION_CHUNK_IDS, {"tenant": TENANT, "name": name})]
-        server = client._fetch(queries.SERVER_VERSIONS, {})[0]
-        roundtrip = _time({"select 1": lambda: client._fetch(queries.ROUNDTRIP, {})}, repeats)["select 1"]
+        with client.transaction() as tx:
+            all_ids = [r[0] for r in tx.execute(queries.COLLECTION_CHUNK_IDS, {"collection": name}).fetchall()]
+            server = tx.execute(queries.SERVER_VERSIONS).fetchone()
+        roundtrip = _time({"select 1": lambda: conn.execute(queries.ROUNDTRIP).fetchall()}, repeats)["select 1"]
 
         pools = []
         for size in pool_sizes:
             ids = [int(i) for i in rng.choice(all_ids, size=size, replace=False)]
             scores = np.sort(rng.uniform(0, 1, size=size))[::-1].tolist()
             threshold = float(np.quantile(scores, 0.1))
-            calls = {}
+            calls: dict[str, Callable[[], object]] = {}
             for label, knobs in CONFIGS.items():
-                knobs = {**knobs, **({"score_threshold": threshold} if label == "all" else {})}
-                calls[f"finalize {label}"] = (
-                    lambda k=knobs: client.finalize(name, ids, scores, top_k=match_count, **k))
-            query = vector_text(rng.normal(size=dims))
+                chosen = {**knobs, **({"score_threshold": threshold} if label == "all" else {})}
+                calls[f"finalize {label}"] = functools.partial(
+                    client.finalize, name, ids, scores, top_k=match_count, **chosen)
+            query = rng.normal(size=dims)
             for label in ("off", "all"):
-                params = client._search_params(name, "", None, match_count, None,
-                                               {"hybrid": False, "fetch_k": size, **CONFIGS[label]})
-                params["query_embedding"] = query
-                calls[f"search {label}"] = lambda p=params: client._fetch(queries.SEARCH, p)
+                calls[f"search {label}"] = functools.partial(
+                    client.search, name, embedding=query, top_k=match_count, hybrid=False, fetch_k=size,
+                    **CONFIGS[label])
             timed = _time(calls, repeats)
             finalize = {label: timed[f"finalize {label}"] for label in CONFIGS}
             search = {label: timed[f"search {label}"] for label in ("off", "all")}
@@ -124,10 +128,11 @@ def run_finalize(conn: psycopg.Connection, pool_sizes: tuple[int, ...] = (50, 20
         client.drop_collection(name)
     return {"dims": dims, "chunks": len(all_ids), "chunks_per_doc": chunks_per_doc,
             "match_count": match_count, "repeats": repeats, "roundtrip": roundtrip,
-            "postgres": server[0], "pgvector": server[1], "configs": CONFIGS, "pools": pools}
+            "postgres": server[0] if server else None, "pgvector": server[1] if server else None,
+            "configs": CONFIGS, "pools": pools}
 
 
-def format_table(result: dict) -> str:
+def format_table(result: dict[str, Any]) -> str:
     """The result of :func:`run_finalize` as an aligned plain-text table."""
     header = (f"finalize stage: {result['chunks']:,} chunks of {result['dims']} dims "
               f"({result['chunks_per_doc']} a document), top {result['match_count']}, "

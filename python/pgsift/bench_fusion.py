@@ -10,32 +10,23 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
-from . import metrics
-from .bench import _documents, load_beir
+from . import metrics, queries
+from .bench import corpus_documents, load_beir
 from .client import Client
 from .errors import CollectionNotFound
-from .models import vector_text
 
 WEIGHTS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 RRF_KS = (1, 3, 5, 10, 30, 60)
 FETCH_KS = (40, 100)
 DEPTH = 200
 
-_LEG = {
-    "dense": "select chunk_id from sift.candidates(collection => %(c)s::text, query_embedding => %(e)s, "
-             "match_count => %(n)s::integer, hybrid => false) order by dense_rank",
-    "lexical": "select chunk_id from sift.candidates(collection => %(c)s::text, query_text => %(q)s::text, "
-               "match_count => %(n)s::integer) order by lexical_rank",
-}
-_FUSE = ("select chunk_id from sift.rrf(dense_ids => %(d)s::bigint[], lexical_ids => %(l)s::bigint[], "
-         "dense_weight => %(w)s::float8, rrf_k => %(k)s::float8) order by fused_rank limit 10")
 
-
-def run_fusion(conn: psycopg.Connection, dataset: Path, *, split: str = "train", model: str | None = None,
-               collection: str = "bench_fusion") -> dict:
+def run_fusion(conn: psycopg.Connection[Any], dataset: Path, *, split: str = "train", model: str | None = None,
+               collection: str = "bench_fusion") -> dict[str, Any]:
     data = load_beir(dataset, model=model, split=split)
     client = Client(conn)
     try:
@@ -44,20 +35,20 @@ def run_fusion(conn: psycopg.Connection, dataset: Path, *, split: str = "train",
         pass
     client.create_collection(collection, embedding_dims=data.dims)
     for start in range(0, len(data.doc_ids), 500):
-        client.upsert_documents(collection, _documents(data, start, min(start + 500, len(data.doc_ids))))
-    uri = dict(conn.execute(
-        "select c.chunk_id, d.source_uri from sift.chunks c join sift.documents d using (document_id) "
-        "where c.collection_id = (select collection_id from sift.collections where tenant = 'default' "
-        "and name = %s)", [collection]).fetchall())
+        client.upsert_documents(collection, corpus_documents(data, start, min(start + 500, len(data.doc_ids))))
+    with client.transaction() as tx:
+        uri = dict(tx.execute(queries.CHUNK_SOURCES, {"collection": collection}).fetchall())
     legs = []
     for qid, text, emb in zip(data.query_ids, data.query_texts, data.query_embeddings):
-        args = dict(c=collection, q=text, e=vector_text(emb), n=DEPTH)
-        legs.append((qid, *(([r[0] for r in conn.execute(_LEG[leg], args).fetchall()]) for leg in _LEG)))
+        dense = client.candidates(collection, embedding=emb, top_k=DEPTH, hybrid=False)
+        lexical = client.candidates(collection, text, top_k=DEPTH)
+        legs.append((qid, [c.chunk_id for c in sorted(dense, key=lambda c: c.dense_rank or 0)],
+                     [c.chunk_id for c in sorted(lexical, key=lambda c: c.lexical_rank or 0)]))
 
     def ndcg(w: float, k: float, f: int) -> float:
         total = 0.0
         for qid, dense, lexical in legs:
-            fused = conn.execute(_FUSE, dict(d=dense[:f], l=lexical[:f], w=w, k=k)).fetchall()
+            fused = conn.execute(queries.RRF, dict(d=dense[:f], l=lexical[:f], w=w, k=k, n=10)).fetchall()
             total += metrics.ndcg_at_k([uri[r[0]] for r in fused], data.qrels[qid], 10)
         return total / len(legs)
 
@@ -70,7 +61,7 @@ def run_fusion(conn: psycopg.Connection, dataset: Path, *, split: str = "train",
             "grid": grid}
 
 
-def format_table(result: dict, top: int = 15) -> str:
+def format_table(result: dict[str, Any], top: int = 15) -> str:
     lines = [f"{result['dataset']} {result['split']}: {result['queries']} queries; dense only "
              f"{result['dense_only']}, lexical only {result['lexical_only']}",
              f"{'dense_weight':>12} {'rrf_k':>6} {'fetch_k':>8} {'nDCG@10':>8}"]

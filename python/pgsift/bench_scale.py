@@ -14,11 +14,15 @@ from __future__ import annotations
 import statistics
 import struct
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import psycopg
+from psycopg.types.json import Jsonb
 
-from . import queries
+from . import queries as q
 from .client import Client
 from .models import Chunk, Document
 
@@ -63,10 +67,10 @@ class Corpus:
         bounds = np.concatenate([[0], np.cumsum(lengths)])
         return [" ".join(tokens[bounds[i]:bounds[i + 1]]) for i in range(n)]
 
-    def vectors(self, n: int, scale: float = 0.35) -> np.ndarray:
+    def vectors(self, n: int, scale: float = 0.35) -> npt.NDArray[np.float32]:
         v = self.centres[self.rng.integers(len(self.centres), size=n)] \
             + self.rng.normal(scale=scale, size=(n, DIMS)) / np.sqrt(DIMS)
-        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+        return np.asarray(v / np.linalg.norm(v, axis=1, keepdims=True), dtype=np.float32)
 
     def documents(self, start: int, n_docs: int) -> list[Document]:
         texts, vecs = self.texts(n_docs * CHUNKS_PER_DOC), self.vectors(n_docs * CHUNKS_PER_DOC)
@@ -96,7 +100,7 @@ def _copy_rows(doc_ids: list[int], texts: list[str], vecs: np.ndarray) -> bytes:
     return b"".join(out)
 
 
-def load(conn: psycopg.Connection, corpus: Corpus, chunks: int, collection_id: int) -> None:
+def load(conn: psycopg.Connection[Any], corpus: Corpus, chunks: int, collection_id: int) -> None:
     """Bulk load: documents in one statement per batch, their chunks by one
     binary COPY, statistics triggers on (one ledger row per batch)."""
     n_docs = max(1, chunks // CHUNKS_PER_DOC)
@@ -106,63 +110,68 @@ def load(conn: psycopg.Connection, corpus: Corpus, chunks: int, collection_id: i
         texts, vecs = corpus.texts(count * CHUNKS_PER_DOC), corpus.vectors(count * CHUNKS_PER_DOC)
         with conn.transaction():
             doc_ids = [r[0] for r in conn.execute(
-                "insert into sift.documents (collection_id, source_uri) "
-                "select %s, 'doc-' || g from generate_series(%s::int, %s::int) g order by g "
-                "returning document_id", [collection_id, start, start + count - 1]).fetchall()]
-            with conn.cursor().copy("copy sift.chunks (document_id, ordinal, content, embedding) "
-                                    "from stdin (format binary)") as copy:
+                q.BENCH_INSERT_DOCUMENTS,
+                {"collection_id": collection_id, "first": start, "last": start + count - 1}).fetchall()]
+            with conn.cursor().copy(q.BENCH_COPY_CHUNKS) as copy:
                 copy.write(_copy_rows(doc_ids, texts, vecs))
 
 
-def _percentiles(values: list[float]) -> dict:
+def _percentiles(values: list[float]) -> dict[str, float]:
     ms = sorted(v * 1000 for v in values)
-    pick = lambda q: ms[min(len(ms) - 1, int(q * len(ms)))]  # noqa: E731
+
+    def pick(share: float) -> float:
+        return ms[min(len(ms) - 1, int(share * len(ms)))]
+
     return {"p50": round(statistics.median(ms), 2), "p95": round(pick(0.95), 2), "p99": round(pick(0.99), 2)}
+
+
+def _one(conn: psycopg.Connection[Any], query: Any, params: dict[str, Any] | None = None) -> Any:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None   # aggregates and counts always return a row
+    return row[0]
 
 
 def _vec(v: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.6f}" for x in v) + "]"
 
 
-def _existing(conn: psycopg.Connection, chunks: int) -> bool:
-    row = conn.execute("select count(*) from sift.chunks c join sift.collections l using (collection_id) "
-                       "where l.tenant = 'default' and l.name = %s", [COLLECTION]).fetchone()
-    return row[0] == max(1, chunks // CHUNKS_PER_DOC) * CHUNKS_PER_DOC
+def _existing(conn: psycopg.Connection[Any], chunks: int) -> bool:
+    return bool(_one(conn, q.BENCH_CHUNK_COUNT, {"collection": COLLECTION})
+                == max(1, chunks // CHUNKS_PER_DOC) * CHUNKS_PER_DOC)
 
 
-def build(conn: psycopg.Connection, corpus: Corpus, chunks: int) -> dict:
+def build(conn: psycopg.Connection[Any], corpus: Corpus, chunks: int) -> dict[str, Any]:
     """Load the corpus as anyone loading a large one would: HNSW index dropped
     and built once at the end, BM25 statistics maintained throughout."""
     client = Client(conn)
-    if conn.execute("select 1 from sift.collections where tenant = 'default' and name = %s",
-                    [COLLECTION]).fetchone():
+    if any(c.name == COLLECTION for c in client.list_collections()):
         client.drop_collection(COLLECTION)
     col = client.create_collection(COLLECTION, embedding_dims=DIMS)
-    index = conn.execute("select sift._ensure_dense_index(%s, 'cosine')", [DIMS]).fetchone()[0]
-    conn.execute(f'drop index sift."{index}"')
+    index = _one(conn, q.BENCH_ENSURE_INDEX, {"dims": DIMS})
+    conn.execute(q.bench_drop_index(index))
     t0 = time.perf_counter()
     load(conn, corpus, chunks, col.collection_id)
     seconds = time.perf_counter() - t0
     return {"load_chunks_per_s": round(chunks / seconds, 1), "load_s": round(seconds, 1)}
 
 
-def finish(conn: psycopg.Connection) -> dict:
+def finish(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """Impact lists by one refresh, the HNSW index if missing, fresh planner
     statistics (each timed; quick when a reused corpus has them already)."""
-    conn.execute("set work_mem = '1GB'")   # a bulk build's sorts, as a maintenance session would
+    conn.execute(q.BENCH_WORK_MEM)   # a bulk build's sorts, as a maintenance session would
     t0 = time.perf_counter()
     Client(conn).refresh_lexical_stats(COLLECTION)
     refresh_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    conn.execute("set maintenance_work_mem = '4GB'")
-    conn.execute("select sift._ensure_dense_index(%s, 'cosine')", [DIMS])
+    conn.execute(q.BENCH_MAINTENANCE_WORK_MEM)
+    conn.execute(q.BENCH_ENSURE_INDEX, {"dims": DIMS})
     index_s = time.perf_counter() - t0
-    conn.execute("vacuum analyze sift.chunks, sift.term_blocks, sift.term_deltas, sift.term_lists")
-    conn.execute("reset work_mem")
+    conn.execute(q.BENCH_VACUUM)
+    conn.execute(q.BENCH_RESET_WORK_MEM)
     return {"refresh_s": round(refresh_s, 1), "hnsw_build_s": round(index_s, 1)}
 
 
-def _client_ingest(conn: psycopg.Connection, corpus: Corpus, docs: int) -> dict:
+def _client_ingest(conn: psycopg.Connection[Any], corpus: Corpus, docs: int) -> dict[str, Any]:
     """Ingest through Client.upsert_documents onto the loaded collection (lists
     in place, so their deltas are maintained), refresh included; then removed."""
     client = Client(conn)
@@ -175,32 +184,27 @@ def _client_ingest(conn: psycopg.Connection, corpus: Corpus, docs: int) -> dict:
     return {"client_ingest_chunks_per_s": round(docs * CHUNKS_PER_DOC / seconds, 1)}
 
 
-SEARCH = ("select count(*) from sift.search(collection => %(c)s::text, query_text => %(q)s::text, "
-          "query_embedding => %(e)s, match_count => 10, hybrid => %(h)s::boolean, "
-          "lexical_scorer => %(s)s::text::sift.lexical_scorer)")
-LEG = ("select array_agg(chunk_id order by lexical_rank) from sift.candidates(collection => %(c)s::text, "
-       "query_text => %(q)s::text, query_embedding => null, fetch_k => 10)")
+# Exhaustive BM25: the leg with its read budget and exhaustive limit lifted.
+EXHAUSTIVE = {"lexical_budget": 2_000_000_000, "lexical_exact_limit": 2_000_000_000}
 
 
-def run_scale(conn: psycopg.Connection, chunks: int, *, queries: int = 100, seed: int = 7,
+def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100, seed: int = 7,
               reuse: bool = False, exact_check: int = 20, ingest_docs: int = 50,
-              baseline_queries: int = 10**9) -> dict:
+              baseline_queries: int = 10**9) -> dict[str, Any]:
     corpus = Corpus(seed)
-    results: dict = {}
+    results: dict[str, Any] = {}
     if reuse and _existing(conn, chunks):
         results["reused"] = True   # (the query stream then differs from a fresh run's)
     else:
         results.update(build(conn, corpus, chunks))
     results.update(finish(conn))
     rng = corpus.rng
-    n_chunks = conn.execute("select count(*) from sift.chunks c join sift.collections l using (collection_id) "
-                            "where l.name = %s", [COLLECTION]).fetchone()[0]
-    df = conn.execute("select t.lexeme, t.df::float8 / %s from sift.term_df t join sift.collections l "
-                      "using (collection_id) where l.name = %s", [n_chunks, COLLECTION]).fetchall()
+    n_chunks = _one(conn, q.BENCH_CHUNK_COUNT, {"collection": COLLECTION})
+    df = conn.execute(q.BENCH_TERM_SHARES, {"n": n_chunks, "collection": COLLECTION}).fetchall()
     common = [w for w, f in df if 0.2 <= f <= 0.5] or [w for w, f in sorted(df, key=lambda x: -x[1])[:20]]
     rare = [w for w, f in df if f * n_chunks <= 100] or [w for w, f in sorted(df, key=lambda x: x[1])[:1000]]
     mid = [w for w, f in df if 0.001 <= f <= 0.05]
-    mixes = {
+    mixes: dict[str, Callable[[], list[str]]] = {
         "rare": lambda: list(rng.choice(rare, size=3)),
         "common": lambda: list(rng.choice(common, size=min(3, len(common)))),
         "mixed": lambda: list(rng.choice(common, size=2)) + list(rng.choice(rare, size=1)),
@@ -222,9 +226,10 @@ def run_scale(conn: psycopg.Connection, chunks: int, *, queries: int = 100, seed
             timings[name] = []
             count = queries + 1 if name != "lexical_ts_rank_cd" else min(queries, baseline_queries) + 1
             for i in range(count):
-                args = dict(c=COLLECTION, q=texts[i], e=vecs[i] if leg["vec"] else None, h=leg["h"], s=leg["s"])
+                args = dict(c=COLLECTION, q=texts[i], e=vecs[i] if leg["vec"] else None,
+                            knobs=Jsonb({"hybrid": leg["h"], "lexical_scorer": leg["s"]}))
                 t = time.perf_counter()
-                conn.execute(SEARCH, args).fetchone()
+                conn.execute(q.BENCH_SEARCH, args).fetchone()
                 if i:
                     timings[name].append(time.perf_counter() - t)
         results["modes"][mix] = {k: _percentiles(v) for k, v in timings.items()}
@@ -234,35 +239,27 @@ def run_scale(conn: psycopg.Connection, chunks: int, *, queries: int = 100, seed
     if ingest_docs:
         results.update(_client_ingest(conn, corpus, ingest_docs))
 
-    sizes = dict(conn.execute("""
-        select 'bm25 (stats + lists)', sum(pg_total_relation_size(c.oid))
-        from pg_class c where c.oid in ('sift.term_df'::regclass, 'sift.term_df_pending'::regclass,
-                                        'sift.collection_lexical_stats'::regclass, 'sift.term_lists'::regclass,
-                                        'sift.term_blocks'::regclass, 'sift.term_deltas'::regclass)
-        union all
-        select 'tsvector column + GIN', (select sum(pg_column_size(search_vector)) from sift.chunks)
-            + pg_relation_size('sift.chunks_search_vector_idx')""").fetchall())
+    sizes: dict[str, float] = dict(conn.execute(q.BENCH_STORAGE).fetchall())
     results["storage_bytes_per_chunk"] = {k: round(float(v) / n_chunks, 1) for k, v in sizes.items()}
     return results
 
 
-def _exactness(conn: psycopg.Connection, texts: list[str]) -> dict:
+def _exactness(conn: psycopg.Connection[Any], texts: list[str]) -> dict[str, Any]:
     """For these queries: how many lexical top 10s equal exhaustive BM25's (the
     leg with its read budget and exhaustive limit lifted), and the mean share
     of exhaustive's top 10 found (recall@10)."""
     same, found = 0, 0
     for text in texts:
-        bounded = conn.execute(LEG, dict(c=COLLECTION, q=text)).fetchone()[0] or []
-        with conn.transaction():
-            conn.execute(queries.LIFT_LEXICAL_BUDGET)
-            exact = conn.execute(LEG, dict(c=COLLECTION, q=text)).fetchone()[0] or []
+        bounded = _one(conn, q.BENCH_LEXICAL_LEG, dict(c=COLLECTION, q=text, knobs=Jsonb({"fetch_k": 10}))) or []
+        exact = _one(conn, q.BENCH_LEXICAL_LEG,
+                     dict(c=COLLECTION, q=text, knobs=Jsonb({"fetch_k": 10, **EXHAUSTIVE}))) or []
         same += bounded == exact
         found += len(set(bounded) & set(exact))
     return {"identical": f"{same}/{len(texts)}",
             "recall_at_10": round(found / max(1, 10 * len(texts)), 3)}
 
 
-def format_table(result: dict) -> str:
+def format_table(result: dict[str, Any]) -> str:
     lines = [f"{result['chunks']:,} chunks"]
     if "load_s" in result:
         lines.append(f"bulk load {result['load_chunks_per_s']:,} chunks/s with BM25 statistics on "

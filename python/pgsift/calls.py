@@ -66,8 +66,9 @@ def _json_value(value: Any, where: str) -> Any:
         return int(value)
     if isinstance(value, str):
         return check_text(value, where)
-    if isinstance(value, timedelta):
-        return f"{value.total_seconds():g} seconds"
+    if isinstance(value, timedelta):   # days kept apart, as an interval keeps them (no exponent)
+        seconds = f"{value.seconds + value.microseconds / 1e6:.6f}".rstrip("0").rstrip(".")
+        return f"{value.days} days {seconds} seconds"
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, Mapping):

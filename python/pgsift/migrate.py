@@ -10,18 +10,21 @@ install takes no lock at all. Everything happens in one transaction under an
 advisory lock: two concurrent migrates are safe and a failed install leaves
 nothing behind.
 
-Under live traffic: DDL waits at most LOCK_TIMEOUT_MS for each table lock,
-taken up front in one order; if it cannot have them all it gives them back,
-waits and tries again, so a search never deadlocks with it and never waits for
-long. `install_script()` renders the same steps as one file for `psql -f`.
+Under live traffic: re-applying the function files takes no lock a reader
+waits on (functions and triggers are created or replaced, policies only when
+their text changed); an upgrade that alters tables takes every table lock up
+front, in one order. Any lock waits at most LOCK_TIMEOUT_MS; if migrate cannot
+have it, it gives everything back, waits and tries again, so a search never
+deadlocks with it and never waits for long. `install_script()` renders the
+same steps as one file for `psql -f`.
 """
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from . import queries as q
 from .compat import sleep
@@ -38,11 +41,12 @@ LOCK_TIMEOUT_MS = 200
 ATTEMPTS = 40
 
 
-def migrate(conn: psycopg.Connection, *, attempts: int = ATTEMPTS) -> list[str]:
-    """Bring the database up to date; returns the migrations applied now (in order)."""
+def migrate(conn: psycopg.Connection[Any], *, force: bool = False, attempts: int = ATTEMPTS) -> list[str]:
+    """Bring the database up to date; returns the migrations applied now (in order).
+    force re-applies the function files even when they are unchanged (after a hand edit)."""
     for attempt in range(1, attempts + 1):
         try:
-            return _migrate_once(conn)
+            return _migrate_once(conn, force)
         except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected) as exc:
             if attempt == attempts:
                 raise MigrationError(f"could not take the locks migrate needs after {attempts} attempts "
@@ -53,7 +57,7 @@ def migrate(conn: psycopg.Connection, *, attempts: int = ATTEMPTS) -> list[str]:
     raise MigrationError("migrate made no attempt")   # attempts < 1
 
 
-def _migrate_once(conn: psycopg.Connection) -> list[str]:
+def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
     applied_now: list[str] = []
     with conn.transaction():
         for statement in q.MIGRATE_PRELUDE:
@@ -61,7 +65,7 @@ def _migrate_once(conn: psycopg.Connection) -> list[str]:
         row = (conn.execute(q.VECTOR_SCHEMA)).fetchone()
         if row is None:
             raise MigrationError("the vector extension is not installed and could not be created")
-        vector_schema = sql.Identifier(row[0]).as_string(conn)
+        vector_schema = row[0]
         done = dict((conn.execute(q.APPLIED_MIGRATIONS)).fetchall())
         recorded = (conn.execute(q.APPLIED_FUNCTIONS)).fetchone()
         pending = [m for m in migration_files() if m.version not in done]
@@ -71,11 +75,12 @@ def _migrate_once(conn: psycopg.Connection) -> list[str]:
                     f"migration {mig.version} changed after it was applied "
                     "(shipped migrations are frozen: add a new numbered file instead)")
         sha = functions_sha256()
-        if not pending and recorded is not None and recorded[0] == sha:
+        if not force and not pending and recorded is not None and recorded[0] == sha:
             return applied_now   # up to date: no lock taken, nothing re-applied
         conn.execute(q.LOCK_TIMEOUT, {"ms": str(LOCK_TIMEOUT_MS)})
         tables = [r[0] for r in (conn.execute(q.SIFT_TABLES)).fetchall()]
-        if tables:
+        if pending and tables:
+            # An upgrade alters tables: every lock up front, in one order, or none.
             conn.execute(q.lock_tables(tables))
         for mig in pending:
             conn.execute(with_vector_schema(mig.text, vector_schema))
