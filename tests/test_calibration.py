@@ -11,17 +11,17 @@ import re
 import numpy as np
 import psycopg
 import pytest
-
-from pgsift import Chunk, Client, Document, rerank
-from pgsift.calibration import (calibrate, candidate_thresholds, choose_threshold, objective,
-                                store_threshold)
+from conftest import unit
+from pgsift import AsyncClient, Chunk, Client, Document, InvalidArgument, RerankerNotAllowed
+from pgsift.calibration import calibrate, candidate_thresholds, choose_threshold, objective, store_threshold
 from pgsift.cli import main
 from pgsift.golden import Positive, Question, import_golden_set
-from conftest import unit
+from pgsift.rerankers import clear_reranker_cache
 from rerank_servers import RerankServer
 
 DIMS = 8
 TENANT = "acme"
+KEY_VAR = "PGSIFT_TEST_VOYAGE_KEY"
 
 
 # -- the choice -------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def test_choose_threshold_separates_and_rejects_nothing():
     band, value, best = choose_threshold([0.1, 0.2, 0.15], [0.8, 0.9])
     assert band == (pytest.approx(0.5), pytest.approx(0.5)) and value == pytest.approx(0.5)
     assert best == 1.0
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidArgument, match="nothing to calibrate"):
         choose_threshold([], [])
 
 
@@ -73,10 +73,19 @@ def topic_scorer(query: str, documents: list[str]) -> list[float]:
             for i, d in enumerate(documents)]
 
 
+def operator_setup(db: psycopg.Connection, *tenants: str) -> None:
+    """What the operator does once: allow the loopback servers, map each tenant's key."""
+    db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
+    for tenant in tenants:
+        db.execute("select sift.map_secret(tenant => %s, secret_ref => 'voyage', source => %s)",
+                   (tenant, f"env:{KEY_VAR}"))
+
+
 @pytest.fixture
 def kb(db, monkeypatch):
-    monkeypatch.setenv("PGSIFT_TEST_VOYAGE_KEY", "test-key")
-    rerank.clear_reranker_cache()
+    monkeypatch.setenv(KEY_VAR, "test-key")
+    clear_reranker_cache()
+    operator_setup(db, TENANT, "other")
     client = Client(db, tenant=TENANT)
     client.create_collection("kb", embedding_dims=DIMS)
     rng = np.random.default_rng(7)
@@ -93,20 +102,22 @@ def kb(db, monkeypatch):
     return client
 
 
-def register(db, server: RerankServer, alias: str, tenant: str = TENANT) -> None:
-    rerank.register_reranker(db, alias, "voyage", tenant=tenant, base_url=server.base_url("voyage"),
-                             secret_ref="PGSIFT_TEST_VOYAGE_KEY", timeout_ms=1000, deadline_ms=2000,
-                             max_attempts=1)
+def register(client: Client, server: RerankServer, alias: str) -> None:
+    """A voyage reranker of the client's tenant calling the loopback server (registering an
+    alias again points it at another server)."""
+    client.register_reranker(alias, "voyage", base_url=server.base_url("voyage"), secret_ref="voyage",
+                             timeout_ms=5000, deadline_ms=10000, max_attempts=1)   # roomy: a busy CI machine
 
 
 def stored(db) -> tuple:
-    return db.execute("select score_threshold, score_threshold_reranker from sift.collections "
-                      "where name = 'kb'").fetchone()
+    """(score_threshold, threshold_reranker) as stored for the collection."""
+    return db.execute("select (knobs ->> 'score_threshold')::float8, knobs ->> 'threshold_reranker' "
+                      "from sift.collections where name = 'kb' and tenant = %s", [TENANT]).fetchone()
 
 
 def test_calibrate_proposes_a_value_that_separates_and_stores_it(kb, db, dsn, capsys):
     with RerankServer(scorer=topic_scorer) as server:
-        register(db, server, "voy")
+        register(kb, server, "voy")
         result = calibrate(kb, "kb", "voy", top_k=5)
         assert len(server.requests) == 8                      # one scored pool per question
     assert 0.2 < result.value < 0.9 and result.band[0] <= result.value <= result.band[1]
@@ -115,21 +126,23 @@ def test_calibrate_proposes_a_value_that_separates_and_stores_it(kb, db, dsn, ca
     assert (c["unanswerable"], c["answerable"], c["working_today"], c["failed"]) == (3, 5, 5, 0)
     assert (c["scored_unanswerable"], c["scored_working"], c["declined"], c["pushed_below"]) == (3, 5, 3, 0)
     assert all(q.top_score is not None for q in result.questions)
-    assert db.execute("select count(*), bool_and(ok) from sift.rerank_usage").fetchone() == (8, True)
+    usage = db.execute("select count(*), bool_and(ok), min(tenant), max(tenant) from sift.rerank_usage").fetchone()
+    assert usage == (8, True, TENANT, TENANT)                # metered, for the tenant
     assert stored(db) == (None, None)                         # nothing stored without --store
 
     with RerankServer(scorer=topic_scorer) as server:
-        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
-        rc = main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy",
+        register(kb, server, "voy")
+        rc = main(["--dsn", dsn, "calibrate", "kb", "--reranker", "voy", "--tenant", TENANT,
                    "--top-k", "5", "--store", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["stored"] and out["value"] == pytest.approx(result.value)
     assert stored(db) == (pytest.approx(result.value), "voy")
 
     # the calibrated threshold works with that reranker: unanswerable declined, answerable kept
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy", enabled=True)
+    kb.alter_collection("kb", reranker="voy", rerank=True)
+    assert stored(db) == (pytest.approx(result.value), "voy")   # the reranker it was calibrated for
     with RerankServer(scorer=topic_scorer) as server:
-        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
+        register(kb, server, "voy")
         declined = kb.search("kb", "item topic91", top_k=5)
         answered = kb.search("kb", "item topic2", top_k=5)
     assert declined.reranked and len(declined) == 0 and declined.threshold_skipped is None
@@ -139,7 +152,7 @@ def test_calibrate_proposes_a_value_that_separates_and_stores_it(kb, db, dsn, ca
 
 def test_failed_calls_are_left_out_and_counted(kb, db, dsn, capsys):
     with RerankServer(fault="500") as server:
-        register(db, server, "voy")
+        register(kb, server, "voy")
         result = calibrate(kb, "kb", "voy", top_k=5)
         rc = main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy", "--store"])
     assert result.value is None and result.counts["failed"] == 8
@@ -147,11 +160,13 @@ def test_failed_calls_are_left_out_and_counted(kb, db, dsn, capsys):
     text = capsys.readouterr().out
     assert rc == 1 and "nothing to calibrate" in text and "8 question(s) left out" in text
     assert stored(db) == (None, None)
+    failed = db.execute("select count(*) from sift.rerank_usage where not ok").fetchone()[0]
+    assert failed == 16                                       # every failed call metered, never billed
 
 
 def test_cli_prints_a_table(kb, db, dsn, capsys):
     with RerankServer(scorer=topic_scorer) as server:
-        register(db, server, "voy")
+        register(kb, server, "voy")
         assert main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy",
                      "--top-k", "5", "--golden-set", "gold"]) == 0
     text = capsys.readouterr().out
@@ -161,43 +176,44 @@ def test_cli_prints_a_table(kb, db, dsn, capsys):
 
 def test_changing_the_reranker_clears_a_calibrated_threshold(kb, db):
     with RerankServer() as server:
-        register(db, server, "voy-a")
-        register(db, server, "voy-b")
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a", enabled=True)
+        register(kb, server, "voy-a")
+        register(kb, server, "voy-b")
+    kb.alter_collection("kb", reranker="voy-a", rerank=True)
     assert store_threshold(kb, "kb", "voy-a", 0.4) == (0.4, "voy-a")
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a", rerank_top_n=20)
+    kb.alter_collection("kb", reranker="voy-a", rerank_top_n=20)
     assert stored(db) == (0.4, "voy-a")                        # same reranker: kept
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-b")
+    kb.alter_collection("kb", reranker="voy-b")
     assert stored(db) == (None, None)                          # another reranker: cleared
     # calibrated ahead for the reranker it is switched to: kept
     store_threshold(kb, "kb", "voy-a", 0.3)
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a")
+    kb.alter_collection("kb", reranker="voy-a")
     assert stored(db) == (0.3, "voy-a")
     # a threshold set by hand is no longer the calibrated one; an uncalibrated one stays put
     kb.alter_collection("kb", score_threshold=0.2)
     assert stored(db) == (0.2, None)
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-b")
+    kb.alter_collection("kb", reranker="voy-b")
     assert stored(db) == (0.2, None)
     # dropping the reranker a threshold was calibrated for clears it too
     store_threshold(kb, "kb", "voy-b", 0.5)
-    rerank.drop_reranker(db, "voy-b", tenant=TENANT)
+    kb.drop_reranker("voy-b")
     assert stored(db) == (None, None)
 
 
 def test_a_threshold_for_another_reranker_is_reported_never_applied(kb, db):
     with RerankServer() as server:
-        register(db, server, "voy-a")
-        register(db, server, "voy-b")
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="voy-a", enabled=True)
+        register(kb, server, "voy-a")
+        register(kb, server, "voy-b")
+    kb.alter_collection("kb", reranker="voy-a", rerank=True)
     store_threshold(kb, "kb", "voy-a", 0.5)
 
     # the rerank falls back: fused scores (all far below 0.5) are not cut by it
     with RerankServer(fault="500") as server:
-        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
+        register(kb, server, "voy-a")
         fallback = kb.search("kb", "item topic3", top_k=5)
     assert not fallback.reranked and len(fallback) == 5
+    assert fallback.rerank.fault == "server_error" and fallback.rerank.alias == "voy-a"
     assert "calibrated for reranker \"voy-a\"" in fallback.threshold_skipped
-    assert "fell back" in fallback.threshold_skipped
+    assert "no reranker scored this pool" in fallback.threshold_skipped   # the fused scores, after the fallback
     assert not fallback.threshold_applied and fallback.below_threshold == 0
 
     # no reranker at all (rerank=False): reported, not applied
@@ -208,14 +224,15 @@ def test_a_threshold_for_another_reranker_is_reported_never_applied(kb, db):
     # (a state the trigger never leaves behind when the reranker changes, but one search
     # meets whenever another reranker scores its pool, e.g. the tenant's default)
     db.execute("update sift.collections set reranker_alias = 'voy-b' where name = 'kb'")
-    db.execute("update sift.collections set score_threshold = 0.5, score_threshold_reranker = 'voy-a' "
-               "where name = 'kb'")
+    db.execute("""update sift.collections
+                  set knobs = knobs || '{"score_threshold": 0.5, "threshold_reranker": "voy-a"}'
+                  where name = 'kb'""")
     assert stored(db) == (0.5, "voy-a")
     with RerankServer(scorer=topic_scorer) as server:
-        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
+        register(kb, server, "voy-b")
         by_b = kb.search("kb", "item topic3", top_k=5)
     assert by_b.reranked and by_b.rerank.alias == "voy-b" and len(by_b) == 5
-    assert 'scored by reranker "voy-b"' in by_b.threshold_skipped
+    assert 'reranker "voy-b" scored this pool' in by_b.threshold_skipped
 
     # a per-call threshold is the caller's: applied as given, nothing reported
     explicit = kb.search("kb", "item topic3", top_k=5, rerank=False, score_threshold=1.0)
@@ -228,22 +245,29 @@ def test_a_threshold_for_another_reranker_is_reported_never_applied(kb, db):
 
 async def test_async_search_skips_it_too(kb, db, dsn):
     with RerankServer() as server:
-        register(db, server, "voy-a")
+        register(kb, server, "voy-a")
     store_threshold(kb, "kb", "voy-a", 0.5)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        result = await Client(conn, tenant=TENANT).asearch("kb", "item topic3", top_k=5)
+        result = await AsyncClient(conn, tenant=TENANT).search("kb", "item topic3", top_k=5)
     assert len(result) == 5 and "no reranker scored" in result.threshold_skipped
 
 
 def test_another_tenants_reranker_is_refused(kb, db, dsn, capsys):
     with RerankServer(scorer=topic_scorer) as server:
-        register(db, server, "theirs", tenant="other")
-        with pytest.raises(rerank.RerankerNotAllowed, match="other"):
+        register(Client(db, tenant="other"), server, "theirs")
+        with pytest.raises(RerankerNotAllowed, match='no reranker "theirs" is registered for tenant "acme"'):
             calibrate(kb, "kb", "theirs")
-        with pytest.raises(rerank.RerankerNotAllowed, match="other"):
+        with pytest.raises(RerankerNotAllowed, match='no reranker "theirs"'):
             store_threshold(kb, "kb", "theirs", 0.5)
-        with pytest.raises(rerank.RerankerNotAllowed, match="no reranker"):
+        with pytest.raises(RerankerNotAllowed, match='no reranker "missing"'):
             calibrate(kb, "kb", "missing")
         assert main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "theirs"]) == 2
+        err = capsys.readouterr().err
+        # its own reranker, at an endpoint the operator no longer allows: refused before any call
+        register(kb, server, "mine")
+        db.execute("delete from sift.allowed_endpoints")
+        with pytest.raises(RerankerNotAllowed, match="no longer allows"):
+            calibrate(kb, "kb", "mine")
     assert server.requests == [] and stored(db) == (None, None)
-    assert "other" in capsys.readouterr().err
+    assert err.startswith('error: no reranker "theirs"') and len(err.splitlines()) == 1
+    assert db.execute("select count(*) from sift.rerank_usage").fetchone()[0] == 0

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import ast
 import json
+from pathlib import Path
 
 import numpy as np
+import pgsift.cli
 import pytest
-
-from pgsift.cli import main
+from pgsift import Client
+from pgsift.cli import build_parser, main
 from pgsift.embed import LocalEmbedder
 from pgsift.ingest import chunk_markdown
 
@@ -15,6 +19,18 @@ from pgsift.ingest import chunk_markdown
 @pytest.fixture(scope="module")
 def embedder() -> LocalEmbedder:
     return LocalEmbedder()
+
+
+@pytest.fixture
+def kb(dsn, tmp_path, capsys, embedder, monkeypatch) -> Path:
+    """Collection kb ingested through the CLI: a refunds chunk and a shipping chunk."""
+    monkeypatch.setattr("pgsift.cli.common.load_embedder", lambda required=False: embedder)
+    (tmp_path / "refunds.md").write_text("# Refunds\n\nRefunds are paid within 14 days of a return.\n")
+    (tmp_path / "shipping.txt").write_text("Parcels ship from Rotterdam every weekday morning.\n")
+    assert main(["migrate", "--dsn", dsn]) == 0
+    assert main(["--dsn", dsn, "ingest", "kb", str(tmp_path), "--create"]) == 0
+    assert "ingested 2 chunks into kb" in capsys.readouterr().out
+    return tmp_path
 
 
 def test_local_embedder_loads_offline_and_embeds_meaningfully(embedder):
@@ -34,14 +50,7 @@ def test_markdown_is_cut_at_headings_with_a_context_header():
     assert "".join(c.content for c in chunks[1:]).count("word") == 250
 
 
-def test_ingest_search_explain_through_the_cli(dsn, tmp_path, capsys, embedder, monkeypatch):
-    monkeypatch.setattr("pgsift.cli._embedder", lambda required=False: embedder)
-    (tmp_path / "refunds.md").write_text("# Refunds\n\nRefunds are paid within 14 days of a return.\n")
-    (tmp_path / "shipping.txt").write_text("Parcels ship from Rotterdam every weekday morning.\n")
-    assert main(["--dsn", dsn, "migrate"]) == 0
-    assert main(["--dsn", dsn, "ingest", "kb", str(tmp_path), "--create"]) == 0
-    assert "ingested 2 chunks into kb" in capsys.readouterr().out
-
+def test_ingest_search_explain_through_the_cli(dsn, kb, capsys):
     assert main(["--dsn", dsn, "search", "kb", "how long until my refund is paid", "--top-k", "2"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -58,15 +67,154 @@ def test_ingest_search_explain_through_the_cli(dsn, tmp_path, capsys, embedder, 
     assert "kept" in out and "cut" in out                       # one kept, one below the cut
 
 
+def test_set_reaches_search_and_explain(dsn, db, kb, capsys, embedder):
+    question = "how long until my refund is paid"
+    vector = embedder.embed([question])[0]
+    plain = Client(db)
+
+    # the dense leg alone: what the client returns with the same knob
+    assert main(["search", "kb", question, "--set", "hybrid=false", "--json", "--dsn", dsn]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    want = plain.search("kb", question, embedding=vector, hybrid=False)
+    assert [h["chunk_id"] for h in hits] == [h.chunk_id for h in want]
+    assert {h["found_by"] for h in hits} == {"dense"} and hits[0]["legs"] == ["dense"]
+
+    # JSON values, text values and null (off) in one call, as the client takes them
+    knobs = {"dense_weight": 0.9, "lexical_scorer": "ts_rank_cd", "mmr_lambda": None, "per_document_cap": 1}
+    assert main(["--dsn", dsn, "search", "kb", question, "--json", "--set", "dense_weight=0.9",
+                 "--set", "lexical_scorer=ts_rank_cd", "--set", "mmr_lambda=null",
+                 "--set", "per-document-cap=1"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    want = plain.search("kb", question, embedding=vector, **knobs)
+    assert [(h["chunk_id"], round(h["score"], 9)) for h in hits] == [(h.chunk_id, round(h.score, 9)) for h in want]
+
+    # explain takes them too: every candidate found by the dense leg alone
+    assert main(["--dsn", dsn, "explain", "kb", "refund", "--set", "hybrid=false", "--json"]) == 0
+    pool = json.loads(capsys.readouterr().out)
+    want_pool = plain.explain("kb", "refund", embedding=embedder.embed(["refund"])[0], hybrid=False)
+    assert [(c["chunk_id"], c["kept"]) for c in pool] == [(c.chunk_id, c.kept) for c in want_pool]
+    assert {c["lexical_rank"] for c in pool} == {None} and pool[0]["legs"] == ["dense"]
+
+    # the database refuses a bad knob: one line, exit 2
+    for argv, message in ((["search", "kb", "x", "--set", "dense_wieght=0.5"],
+                           'unknown knob "dense_wieght"'),
+                          (["explain", "kb", "x", "--set", "fetch_k=5000"], "fetch_k"),
+                          (["search", "kb", "x", "--set", "hybrid=null"], "hybrid cannot be switched off"),
+                          (["search", "kb", "x", "--set", "dense_weight"], "--set takes knob=value")):
+        assert main(["--dsn", dsn, *argv, "--no-embed"]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1, (argv, err)
+
+
+def test_knobs_command_prints_sift_knobs(dsn, db, kb, capsys):
+    names = [name for (name,) in db.execute("select name from sift.knobs()")]
+    assert main(["--dsn", dsn, "knobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "type", "default", "allowed", "off", "scope", "stage", "meaning"]
+    assert [line.split()[0] for line in lines[2:]] == names
+    dense = next(line for line in lines if line.startswith("dense_weight "))
+    assert "0.45" in dense and "fusion" in dense
+
+    # with a collection: the value in force and where it comes from, a call's --set included
+    assert main(["knobs", "kb", "--set", "dense_weight=0.3", "--dsn", dsn, "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(rows) == names
+    want = {k.name: (k.value, k.source) for k in Client(db).knobs("kb", dense_weight=0.3)}
+    assert {name: (r["value"], r["source"]) for name, r in rows.items()} == want
+    assert want["dense_weight"] == (0.3, "call") and want["rrf_k"][1] == "default"
+
+    assert main(["--dsn", dsn, "knobs", "kb"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[7:9] == ["value", "source"]
+    assert main(["--dsn", dsn, "knobs", "--set", "dense_weight=0.3"]) == 2
+    assert "name one" in capsys.readouterr().err
+
+
+def test_dsn_and_tenant_before_or_after_the_subcommand(dsn, db, capsys):
+    assert main(["migrate", "--dsn", dsn]) == 0
+    assert "migrations applied" in capsys.readouterr().out
+    assert main(["collection", "create", "notes", "--dims", "8", "--tenant", "acme", "--dsn", dsn,
+                 "--set", "dense_weight=0.7", "--set", "recency_field=modified"]) == 0
+    assert "created notes (8 dims, english)" in capsys.readouterr().out
+    assert main(["--dsn", dsn, "--tenant", "acme", "collection", "create", "more", "--dims", "8",
+                 "--language", "simple", "--description", "more notes"]) == 0
+    assert "created more (8 dims, simple)" in capsys.readouterr().out
+    # the collections are acme's, with the knobs given stored
+    acme = Client(db, tenant="acme")
+    assert [c.name for c in acme.list_collections()] == ["more", "notes"]
+    assert acme.get_collection("notes").knobs == {"dense_weight": 0.7, "recency_field": "modified"}
+    assert Client(db).list_collections() == []            # the operator unbound acts as "default"
+    assert main(["--tenant", "acme", "collection", "list", "--dsn", dsn]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["name", "language", "dims", "distance", "reranker", "knobs", "set"]
+    assert out[3].split()[:4] == ["notes", "english", "8", "cosine"]
+    assert out[3].endswith("dense_weight=0.7 recency_field=modified")
+    # alter stores and resets knobs; drop goes
+    assert main(["collection", "alter", "notes", "--set", "mmr_lambda=0.5", "--reset", "dense_weight",
+                 "--dsn", dsn, "--tenant", "acme"]) == 0
+    assert acme.get_collection("notes").knobs == {"mmr_lambda": 0.5, "recency_field": "modified"}
+    assert main(["collection", "drop", "more", "--dsn", dsn, "--tenant", "acme"]) == 0
+    assert [c.name for c in acme.list_collections()] == ["notes"]
+    # a bad stored knob is the database's error, one line
+    assert main(["collection", "create", "bad", "--set", "per_document_cap=-1", "--dsn", dsn]) == 2
+    assert "per_document_cap" in capsys.readouterr().err
+    assert main(["collection", "drop", "--dsn", dsn]) == 2
+    assert "needs a name" in capsys.readouterr().err
+
+
 def test_cli_errors_are_one_line(dsn, capsys):
     assert main(["--dsn", dsn, "search", "nope", "x", "--no-embed"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown collection") and "Traceback" not in err
     assert main(["--dsn", dsn, "search", "nope", "x", "--no-embed", "--filter", "{bad"]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+    unreachable = "postgresql://nobody@/nowhere?host=/nonexistent-socket-dir&connect_timeout=1"
+    assert main(["migrate", "--dsn", unreachable]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot reach the database") and len(err.splitlines()) == 1
 
 
 def test_install_sql_prints_the_install_script(capsys):
     assert main(["install-sql"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("-- pgsift install script") and out.rstrip().endswith("commit;")
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str = "pgsift"):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _parsers(child, f"{path} {name}")
+
+
+def test_every_option_has_help_and_takes_the_connection_options():
+    seen = set()
+    for path, parser in _parsers(build_parser()):
+        seen.add(path)
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            assert action.help, f"{path}: {action.dest} has no help"
+        options = {o for a in parser._actions for o in a.option_strings}
+        assert {"--dsn", "--tenant"} <= options, path
+    assert {"pgsift search", "pgsift explain", "pgsift knobs", "pgsift bench quality", "pgsift golden import",
+            "pgsift eval", "pgsift calibrate", "pgsift collection"} <= seen
+
+
+def test_cli_modules_import_no_sibling_but_common():
+    """No import cycle: the command modules share pgsift.cli.common and never import each other."""
+    folder = Path(pgsift.cli.__file__).parent
+    for path in folder.glob("*.py"):
+        siblings = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                siblings |= {node.module} if node.module else {a.name for a in node.names}
+        if path.name == "__init__.py":
+            assert siblings <= {"bench", "commands", "common", "evaluation"}
+        elif path.name == "__main__.py":
+            assert siblings == {"main"}                     # the package's own main()
+        elif path.name == "common.py":
+            assert siblings == set(), siblings
+        else:
+            assert siblings <= {"common"}, (path.name, siblings)

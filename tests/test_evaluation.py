@@ -10,10 +10,19 @@ import math
 import numpy as np
 import psycopg
 import pytest
-
 from pgsift import Client, InvalidArgument, InvalidKnob, metrics
 from pgsift.cli import main
-from pgsift.evaluation import (Sweep, evaluate, history, parse_values, plot_sweep, score, sweep)
+from pgsift.evaluation import (
+    Sweep,
+    check_values,
+    evaluate,
+    history,
+    parse_values,
+    plot_sweep,
+    score,
+    sweep,
+    sweepable_knobs,
+)
 from pgsift.golden import Positive, Question, import_golden_set, read_jsonl, rebind
 from test_golden import CORPUS, DIMS, build_kb, corpus_documents, e, kb_questions, write_questions
 
@@ -169,13 +178,18 @@ def test_knob_overrides_reach_search(client, db, kb):
     assert [r.chunk_ids for r in run.questions] == [r.chunk_ids for r in dense.questions]
     assert run.settings["knobs"] == {"dense_weight": 1.0}
     assert run.settings["effective"]["dense_weight"] == 1.0
-    assert run.settings["effective"]["rrf_k"] == client.get_collection("kb").rrf_k     # not overridden
-    with pytest.raises(InvalidKnob):
-        evaluate(client, "kb", top_k=K, knobs={"dense_weight": 2.0}, store=False)
-    with pytest.raises(InvalidArgument, match="unknown search knob"):
-        evaluate(client, "kb", knobs={"dense_wieght": 0.5}, store=False)
+    col = client.get_collection("kb")
+    assert run.settings["effective"]["rrf_k"] == col.settings["rrf_k"]     # not overridden
+    # every knob in force: the collection's settings with the run's overrides, as the database says
+    assert run.settings["effective"] == {**col.settings, "dense_weight": 1.0}
+    # refused by the database before any search: nothing is stored
+    with pytest.raises(InvalidKnob, match="dense_weight"):
+        evaluate(client, "kb", top_k=K, knobs={"dense_weight": 2.0})
+    with pytest.raises(InvalidKnob, match=r'unknown knob "dense_wieght".*did you mean "dense_weight"'):
+        evaluate(client, "kb", knobs={"dense_wieght": 0.5})
     with pytest.raises(InvalidArgument, match="decides 'hybrid'"):
-        evaluate(client, "kb", mode="dense", knobs={"hybrid": True}, store=False)
+        evaluate(client, "kb", mode="dense", knobs={"hybrid": True})
+    assert history(client, "kb") == []
 
 
 def test_ranking_knobs_pass_through(client, db, kb):
@@ -314,6 +328,12 @@ def test_sweep_stores_each_value_and_plots(client, db, kb, tmp_path):
     ndcgs = [r.metrics["ndcg"] for r in result.runs]
     assert best_run.metrics["ndcg"] == max(ndcgs) and best_value == [0.0, 0.5, 1.0][ndcgs.index(max(ndcgs))]
     assert len(history(client, "kb")) == 4
+    # the plot's title names the other knobs of the swept knob's stage, as the runs had them
+    same_stage = {name for (name,) in db.execute(
+        "select d.name from sift.knob_defs d join sift.knob_defs w on w.name = 'dense_weight' "
+        "where d.stage = w.stage and d.name <> w.name and d.scope <> 'collection'")}
+    assert set(result.fixed) == same_stage
+    assert result.fixed == {name: result.runs[0].settings["effective"][name] for name in same_stage}
 
     path = plot_sweep(result, tmp_path / "sweep.png")
     from matplotlib.image import imread
@@ -328,14 +348,44 @@ def test_sweep_stores_each_value_and_plots(client, db, kb, tmp_path):
     assert flat.runs[0].metrics == flat.runs[1].metrics and flat.best[0] == 10   # first on a tie
 
 
-def test_sweep_checks_every_value_before_running(client, db, kb):
-    with pytest.raises(InvalidKnob, match="dense_weight"):
+def test_sweepable_knobs_come_from_the_database(client, db):
+    # Oracle: the catalog itself, numeric domains (pg_type's category N) a call may set.
+    want = dict(db.execute("""
+        select d.name, case when b.typname in ('int2', 'int4', 'int8') then 'int' else 'float' end
+        from sift.knob_defs d
+        join pg_type t on t.oid = d.type
+        join pg_type b on b.oid = case when t.typbasetype <> 0 then t.typbasetype else t.oid end
+        where b.typcategory = 'N' and d.scope <> 'collection'""").fetchall())
+    got = sweepable_knobs(client)
+    assert {name: kind.__name__ for name, kind in got.items()} == want
+    assert "dense_weight" in got and "hybrid" not in got and "recency_ceiling" not in got
+
+
+def test_sweep_checks_every_value_before_running(client, db, kb, monkeypatch):
+    searched: list[str] = []
+    search = client.search
+    monkeypatch.setattr(client, "search", lambda *a, **kw: searched.append(a[1]) or search(*a, **kw))
+    with pytest.raises(InvalidKnob, match="dense_weight"):                       # out of its domain
         sweep(client, "kb", "dense_weight", [0.5, 1.5], top_k=K)
-    assert history(client, "kb") == []
+    with pytest.raises(InvalidKnob, match="fetch_k"):
+        sweep(client, "kb", "fetch_k", [10, 5000], top_k=K)
+    with pytest.raises(InvalidKnob, match=r'unknown knob "dense_wieght".*did you mean "dense_weight"'):
+        sweep(client, "kb", "dense_wieght", [0.1, 0.2])
+    with pytest.raises(InvalidKnob, match="whole numbers"):
+        sweep(client, "kb", "fetch_k", [10, 20.5])
+    # another override out of range is refused with the first value, before any run
+    with pytest.raises(InvalidKnob, match="rrf_k"):
+        sweep(client, "kb", "dense_weight", [0.5], knobs={"rrf_k": 0})
     with pytest.raises(InvalidArgument, match="cannot sweep"):
         sweep(client, "kb", "hybrid", [0, 1])
+    with pytest.raises(InvalidArgument, match="cannot sweep"):                   # the owner's, not a call's
+        sweep(client, "kb", "recency_ceiling", [0.1, 0.2])
     with pytest.raises(InvalidArgument, match="being swept"):
         sweep(client, "kb", "rrf_k", [10], knobs={"rrf_k": 60})
+    assert searched == [] and history(client, "kb") == []
+    # what passes comes back as the knob's type
+    assert check_values(client, "kb", "fetch_k", [10.0, 20]) == [10, 20]
+    assert check_values(client, "kb", "dense_weight", [0, 1]) == [0.0, 1.0]
 
 
 # -- CLI -----------------------------------------------------------------------------

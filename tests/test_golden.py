@@ -9,12 +9,29 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-
-from pgsift import Chunk, Client, CollectionNotFound, DimensionMismatch, Document, InvalidArgument
+from pgsift import (
+    Chunk,
+    Client,
+    CollectionNotFound,
+    DimensionMismatch,
+    Document,
+    GoldenSetExists,
+    GoldenSetNotFound,
+    InvalidArgument,
+)
 from pgsift.cli import main
-from pgsift.golden import (GoldenSetExists, GoldenSetNotFound, Positive, Question, beir_questions,
-                           export_golden_set, get_golden_set, import_golden_set, list_golden_sets,
-                           read_jsonl, rebind, write_jsonl)
+from pgsift.golden import (
+    Positive,
+    Question,
+    beir_questions,
+    export_golden_set,
+    get_golden_set,
+    import_golden_set,
+    list_golden_sets,
+    read_jsonl,
+    rebind,
+    write_jsonl,
+)
 
 DIMS = 8
 
@@ -36,7 +53,8 @@ def e(i: int) -> list[float]:
 
 
 def corpus_documents(corpus: dict = CORPUS) -> list[Document]:
-    docs, i = [], 0
+    docs: list[Document] = []
+    i = 0
     for uri, (title, chunks) in corpus.items():
         doc_chunks = []
         for text, tokens in chunks:
@@ -46,8 +64,9 @@ def corpus_documents(corpus: dict = CORPUS) -> list[Document]:
     return docs
 
 
-def chunk_ids(db: psycopg.Connection, collection: str = "kb", tenant: str = "default") -> dict:
-    """(source_uri, ordinal) -> chunk_id."""
+def chunk_ids(db: psycopg.Connection, collection: str = "kb", tenant: str | None = None) -> dict:
+    """(source_uri, ordinal) -> chunk_id (db is the superuser: it sees every tenant's rows)."""
+    tenant = tenant or "default"
     rows = db.execute(
         "select d.source_uri, c.ordinal, c.chunk_id from sift.chunks c "
         "join sift.documents d using (document_id) join sift.collections k on k.collection_id = d.collection_id "

@@ -26,41 +26,21 @@ pools that reranker scored, and changing the collection's reranker clears it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import psycopg
+from . import queries as q
+from .client import Client
+from .errors import InvalidArgument, RerankerNotAllowed
+from .evaluation import query_vectors, relevant_units, unit
+from .golden import get_golden_set, load_questions
+from .models import RerankerConfig
 
-from . import queries
-from . import rerank as _rerank
-from .errors import InvalidArgument
-
-Progress = Callable[[int], None]
-
-RERANKER_CONFIG = """
-select r.reranker_id, r.tenant, r.alias, r.provider, r.model, r.base_url, r.secret_ref,
-       r.timeout_ms::integer, r.deadline_ms::integer, r.max_attempts::integer,
-       r.context_chars::integer, c.rerank_top_n::integer, c.tenant as collection_tenant,
-       (select o.tenant from sift.rerankers o where o.alias = %(alias)s::text
-        order by o.tenant limit 1) as owner
-from sift._collection(tenant => %(tenant)s::text, collection => %(collection)s::text) c
-left join sift.rerankers r on r.tenant = c.tenant and r.alias = %(alias)s::text
-"""
-
-CHUNK_DOCUMENTS = """
-select k.chunk_id, d.source_uri
-from sift.chunks k join sift.documents d on d.document_id = k.document_id
-where k.chunk_id = any(%(chunk_ids)s::bigint[])
-"""
-
-STORE = """
-select score_threshold, score_threshold_reranker
-from sift.store_calibrated_threshold(collection => %(collection)s::text, tenant => %(tenant)s::text,
-                                     reranker_alias => %(alias)s::text, value => %(value)s::float8)
-"""
+Progress = Callable[[int], object]
 
 
 # -- the choice ----------------------------------------------------------------------
@@ -72,14 +52,14 @@ def _share(scores: Sequence[float], t: float) -> Fraction:
 def candidate_thresholds(scores: Sequence[float]) -> list[float]:
     """Every distinct cut: one value below the lowest score, the midpoints between
     consecutive distinct scores, one above the highest (ascending)."""
-    distinct = sorted(set(float(s) for s in scores))
+    distinct = sorted({float(s) for s in scores})
     if not distinct:
         return []
     if len(distinct) > 1:
         pad = (distinct[-1] - distinct[0]) / (2 * (len(distinct) - 1))
     else:
         pad = max(abs(distinct[0]), 1.0) / 2
-    mids = [(a + b) / 2 for a, b in zip(distinct, distinct[1:])]
+    mids = [(a + b) / 2 for a, b in itertools.pairwise(distinct)]
     return [distinct[0] - pad, *mids, distinct[-1] + pad]
 
 
@@ -157,94 +137,67 @@ class Calibration:
         return out
 
 
-def reranker_config(client: Any, collection: str, alias: str) -> _rerank.RerankerConfig:
-    """The named reranker of the client's tenant as a search would run it (the collection's
-    rerank_top_n); RerankerNotAllowed when the tenant has no reranker of that name."""
-    with client._conn() as conn:
-        try:
-            row = conn.execute(RERANKER_CONFIG, {"tenant": client.tenant, "collection": collection,
-                                                 "alias": alias}).fetchone()
-        except psycopg.Error as exc:
-            raise _rerank._translate(exc) from exc
-    (rid, tenant, name, provider, model, base_url, secret_ref, timeout_ms, deadline_ms,
-     max_attempts, context_chars, top_n, col_tenant, owner) = row
-    if rid is None:
-        if owner is not None:
-            raise _rerank.RerankerNotAllowed(
-                f'reranker "{alias}" is registered for tenant "{owner}", not for tenant '
-                f'"{col_tenant}" of collection "{collection}": refused (it would bill tenant '
-                f'"{owner}" and send this tenant\'s queries to its account)')
-        raise _rerank.RerankerNotAllowed(
-            f'no reranker "{alias}" is registered for tenant "{col_tenant}" (collection "{collection}")')
-    return _rerank.RerankerConfig(
-        tenant=tenant, alias=name, provider=provider, model=model, base_url=base_url,
-        secret_ref=secret_ref, timeout_ms=timeout_ms, deadline_ms=deadline_ms,
-        max_attempts=max_attempts, context_chars=context_chars, rerank_top_n=top_n,
-        chosen_by="calibration", reranker_id=rid)
+def reranker_config(client: Client, collection: str, alias: str) -> RerankerConfig:
+    """The named reranker of the client's tenant as a search over the collection would run
+    it (sift.reranker_for with reranker => alias: the collection's rerank_top_n).
+    RerankerNotAllowed when the tenant has no reranker of that name, or when it cannot
+    run (an endpoint the operator no longer allows): before any call."""
+    config = client.reranker_for(collection, reranker=alias)
+    if config is None or not config.usable:
+        why = config.refused if config is not None and config.refused else "it cannot run"
+        raise RerankerNotAllowed(f'reranker "{alias}" cannot score collection "{collection}": {why}')
+    return config
 
 
-def _unit(judged_at: str, chunk_id: int, source_uri: str | None) -> str:
-    return f"chunk:{chunk_id}" if judged_at == "chunk" else f"doc:{source_uri}"
+def _pool_documents(client: Client, chunk_ids: list[int]) -> dict[int, str]:
+    """The document (source_uri) of each pool chunk: calibration may judge documents."""
+    with client.transaction() as conn:
+        rows = conn.execute(q.CHUNK_DOCUMENTS, {"chunk_ids": chunk_ids}, prepare=False).fetchall()
+    return {int(chunk_id): str(source_uri) for chunk_id, source_uri in rows}
 
 
-def _pool(client: Any, collection: str, text: str, vector: Any, config: _rerank.RerankerConfig,
-          top_k: int) -> tuple[list[int], list[str], dict[int, str]]:
-    """The pool search would send to the reranker: chunk ids, texts, and each chunk's document."""
-    params = client._search_params(collection, text, vector, top_k, None, {})
-    with client._conn() as conn:
-        try:
-            with conn.transaction():
-                pool = conn.execute(queries.RERANK_POOL, client._pool_params(params, config, top_k)).fetchall()
-                ids = [row[0] for row in pool]
-                texts = _rerank.fetch_pool_texts(conn, client.tenant, ids)
-                docs = dict(conn.execute(CHUNK_DOCUMENTS, {"chunk_ids": ids}).fetchall())
-        except psycopg.Error as exc:
-            raise _rerank._translate(exc) from exc
-    return ids, texts, docs
-
-
-def calibrate(client: Any, collection: str, reranker_alias: str, *, golden_set: str | None = None,
+def calibrate(client: Client, collection: str, reranker_alias: str, *, golden_set: str | None = None,
               top_k: int = 10, progress: Progress | None = None) -> Calibration:
     """Score every golden question through the reranker and propose a threshold (see the
     module's docstring). Raises RerankerNotAllowed when the alias is not one of the
     client's tenant's rerankers, before any call."""
-    from . import evaluation
-    from .golden import get_golden_set
-
     if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 1000:
         raise InvalidArgument(f"top_k must be an integer in [1, 1000], got {top_k!r}")
     config = reranker_config(client, collection, reranker_alias)
     gs = get_golden_set(client, collection, golden_set)
-    questions, positives = evaluation._load(client, gs)
+    questions, positives = load_questions(client, gs)
     if not questions:
         raise InvalidArgument(f'golden set "{gs.name}" has no question')
-    vectors, _source = evaluation._embeddings(client, questions, "pipeline", False)
+    vectors, _source = query_vectors(client, questions, "pipeline", False)
 
     results: list[QuestionScore] = []
-    for (question_id, key, text, answerable, _vec, _meta), vector in zip(questions, vectors):
-        relevant = set(evaluation._qrels(gs.judged_at, positives.get(question_id, []))) if answerable else set()
+    for question, vector in zip(questions, vectors, strict=True):
+        key, text, answerable = question.question_key, question.question, question.answerable
+        relevant = (set(relevant_units(gs.judged_at, positives.get(question.question_id, [])))
+                    if answerable else set())
         works = None
         if answerable:
             today = client.search(collection, text, embedding=vector, top_k=top_k).hits
-            works = any(_unit(gs.judged_at, h.chunk_id, h.source_uri) in relevant for h in today)
-        ids, texts, docs = _pool(client, collection, text, vector, config, top_k)
-        outcome = _rerank.rerank_search(config, tenant=client.tenant, query=text, pool_texts=texts,
-                                        top_k=top_k)
-        with client._conn() as conn:
-            _rerank.record_usage(conn, client.tenant, outcome)
-        if not outcome.reranked:
+            works = any(unit(gs.judged_at, h.chunk_id, h.source_uri) in relevant for h in today)
+        # The pool a search would send, scored by the named reranker; one metered call.
+        reranked = client.rerank(collection, text, embedding=vector, top_k=top_k, reranker=config.alias)
+        outcome = reranked.outcome
+        scores = outcome.finalize_scores() if outcome.reranked else None
+        if scores is None:
             why = (f"{outcome.fault}: {outcome.reason}" if outcome.fault
                    else f"not scored ({outcome.skip}): {outcome.reason}")
-            results.append(QuestionScore(key, bool(answerable), None, works, None, why))
+            results.append(QuestionScore(key, answerable, None, works, None, why))
         else:
-            scores = outcome.finalize_scores()
-            best_relevant = max((s for cid, s in zip(ids, scores)
-                                 if _unit(gs.judged_at, cid, docs.get(cid)) in relevant), default=None)
-            results.append(QuestionScore(key, bool(answerable), max(scores), works,
+            ids = [c.chunk_id for c in reranked.pool]
+            docs = _pool_documents(client, ids) if gs.judged_at == "document" else {}
+            best_relevant = max((s for cid, s in zip(ids, scores, strict=True)
+                                 if unit(gs.judged_at, cid, docs.get(cid)) in relevant), default=None)
+            results.append(QuestionScore(key, answerable, max(scores), works,
                                          best_relevant if works else None))
         if progress:
             progress(1)
-    return summarize(results, collection=collection, golden_set=gs.name, reranker=config.alias, k=top_k)
+    return summarize(results, collection=collection, golden_set=gs.name, reranker=config.alias or reranker_alias,
+                     k=top_k)
 
 
 def summarize(results: list[QuestionScore], *, collection: str, golden_set: str, reranker: str,
@@ -253,7 +206,7 @@ def summarize(results: list[QuestionScore], *, collection: str, golden_set: str,
     unanswerable = [r for r in results if not r.answerable]
     answerable = [r for r in results if r.answerable]
     failed = [r for r in results if r.failed]
-    u_scores = [r.top_score for r in unanswerable if not r.failed]
+    u_scores = [r.top_score for r in unanswerable if not r.failed and r.top_score is not None]
     working = [r for r in answerable if r.works_today and not r.failed]
     a_scores = [r.relevant_score for r in working if r.relevant_score is not None]
     counts = {
@@ -264,7 +217,8 @@ def summarize(results: list[QuestionScore], *, collection: str, golden_set: str,
         "relevant_not_in_pool": sum(1 for r in working if r.relevant_score is None),
         "failed": len(failed),
     }
-    band = value = best = declined = pushed = None
+    band: tuple[float, float] | None = None
+    value = best = declined = pushed = None
     if u_scores or a_scores:
         band, value, best = choose_threshold(u_scores, a_scores)
         declined = float(_share(u_scores, value)) if u_scores else None
@@ -273,22 +227,18 @@ def summarize(results: list[QuestionScore], *, collection: str, golden_set: str,
         counts["pushed_below"] = sum(1 for s in a_scores if s < value)
     return Calibration(collection=collection, golden_set=golden_set, reranker=reranker, k=k, band=band,
                        value=value, objective=best, declined_share=declined, pushed_below_share=pushed,
-                       counts=counts, failures=[(r.key, r.failed) for r in failed], questions=results)
+                       counts=counts, failures=[(r.key, r.failed) for r in failed if r.failed], questions=results)
 
 
-def store_threshold(client: Any, collection: str, reranker_alias: str, value: float) -> tuple[float, str]:
+def store_threshold(client: Client, collection: str, reranker_alias: str, value: float) -> tuple[float, str]:
     """Store a calibrated threshold against its reranker (sift.store_calibrated_threshold);
-    RerankerNotAllowed (SF008) for an alias that is not the collection's tenant's."""
-    if value is None or not math.isfinite(float(value)):
+    RerankerNotAllowed (SF008) for an alias that is not the collection's tenant's.
+    Returns the (score_threshold, threshold_reranker) the collection now has."""
+    if value is None or isinstance(value, bool) or not math.isfinite(float(value)):
         raise InvalidArgument("the threshold must be a finite number")
-    with client._conn() as conn:
-        try:
-            with conn.transaction():
-                row = conn.execute(STORE, {"collection": collection, "tenant": client.tenant,
-                                           "alias": reranker_alias, "value": float(value)}).fetchone()
-        except psycopg.Error as exc:
-            raise _rerank._translate(exc) from exc
-    return row[0], row[1]
+    client.store_calibrated_threshold(collection, reranker_alias, float(value))
+    knobs = client.get_collection(collection).knobs
+    return float(knobs["score_threshold"]), str(knobs["threshold_reranker"])
 
 
 __all__ = ["Calibration", "QuestionScore", "calibrate", "candidate_thresholds", "choose_threshold",

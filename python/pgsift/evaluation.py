@@ -14,6 +14,10 @@ Two layers:
   in ``sift.eval_runs``. :func:`sweep` does it for each value of one knob and
   :func:`plot_sweep` draws the result.
 
+Knobs are the database's: which exist, which a sweep can walk (the numeric
+ones a call may set) and whether a value is in range all come from
+``sift.knobs()``, asked before any search runs.
+
 What counts as a hit: a golden set judged at the ``chunk`` level scores chunk
 ids; one judged at the ``document`` level (every BEIR import) scores
 documents: a hit on any chunk of a relevant document counts as that document,
@@ -26,6 +30,7 @@ high, and the run reports how many positives were unbound.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -39,35 +44,32 @@ from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
 from . import __version__
-from . import client as _client_module
-from . import eval_queries as q
+from . import queries as q
 from .client import Client
-from .errors import InvalidArgument, PgsiftError
-from .golden import GoldenSet, get_golden_set, transaction
+from .errors import EvaluationUnavailable, InvalidArgument, InvalidKnob
+from .golden import GoldenSet, StoredPositive, StoredQuestion, get_golden_set, load_questions
+from .models import Hit, Knob
 
 METRICS = ("hit_rate", "mrr", "ndcg", "precision", "recall")
 COST = ("mean_tokens", "mean_results")
 MODES = ("pipeline", "dense", "lexical")
 METRIC_LABELS = {"hit_rate": "hit", "mrr": "MRR", "ndcg": "nDCG", "precision": "P", "recall": "R"}
-# Every knob Client.search takes (retrieval, then the ranking stage's), from the client
-# itself so the two lists cannot drift apart.
-KNOBS: tuple[str, ...] = (*_client_module._KNOBS, *getattr(_client_module, "_RANKING_KNOBS", ()))
-# Knobs a sweep can walk: numeric, each a domain of the same name that range-checks it.
-SWEEP_KNOBS: dict[str, type] = {name: kind for name, kind in (
-    ("dense_weight", float), ("rrf_k", float), ("fetch_k", int), ("bm25_k1", float), ("bm25_b", float),
-    ("exact_search_limit", int), ("per_document_cap", int), ("mmr_lambda", float),
-    ("recency_weight", float), ("score_threshold", float)) if name in KNOBS}
+# What a sweep's values are, by the SQL type a knob's domain is over (sift.knobs().type).
+NUMBER_TYPES: dict[str, type] = {"smallint": int, "integer": int, "bigint": int,
+                                 "real": float, "double precision": float, "numeric": float}
 
-Progress = Callable[[int], None]
+Progress = Callable[[int], object]
 
-
-class EvaluationUnavailable(PgsiftError, RuntimeError):
-    """The optional evaluation libraries are not installed."""
+__all__ = [
+    "COST", "METRICS", "METRIC_LABELS", "MODES", "NUMBER_TYPES", "EvalRun", "EvaluationUnavailable",
+    "HistoryRow", "QuestionResult", "Scores", "Sweep", "check_values", "evaluate", "format_value", "history",
+    "parse_values", "plot_sweep", "query_vectors", "relevant_units", "require", "score", "sweep",
+    "sweepable_knobs", "unit",
+]
 
 
-def _require(module: str):
-    import importlib
-
+def require(module: str) -> Any:
+    """Import an optional evaluation library, or say which extra installs it."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -90,7 +92,7 @@ class Scores:
         return len(self.per_query)
 
 
-def score(rankings: Mapping[str, Sequence[Hashable]], qrels: Mapping[str, Mapping[Hashable, int]],
+def score(rankings: Mapping[str, Sequence[Hashable]], qrels: Mapping[str, Mapping[Any, int]],
           k: int) -> Scores:
     """Hit rate, MRR, nDCG, precision and recall at ``k``, computed by pytrec_eval.
 
@@ -108,7 +110,7 @@ def score(rankings: Mapping[str, Sequence[Hashable]], qrels: Mapping[str, Mappin
     * precision: relevant in the top k / k (``P.k``: fewer than k results still divide by k)
     * recall: relevant in the top k / all relevant (``recall.k``)
     """
-    pytrec_eval = _require("pytrec_eval")
+    pytrec_eval = require("pytrec_eval")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise InvalidArgument(f"k must be an integer >= 1, got {k!r}")
     judged = {str(qid): {str(doc): int(rel) for doc, rel in rels.items() if rel > 0}
@@ -119,10 +121,10 @@ def score(rankings: Mapping[str, Sequence[Hashable]], qrels: Mapping[str, Mappin
         ranked: list[str] = []
         seen: set[str] = set()
         for doc in rankings.get(qid, ()):
-            doc = str(doc)
-            if doc not in seen:
-                seen.add(doc)
-                ranked.append(doc)
+            name = str(doc)
+            if name not in seen:
+                seen.add(name)
+                ranked.append(name)
                 if len(ranked) == k:
                     break
         # Strictly decreasing scores: trec_eval orders by score, never by name.
@@ -133,8 +135,9 @@ def score(rankings: Mapping[str, Sequence[Hashable]], qrels: Mapping[str, Mappin
     result = pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(run) if judged else {}
     per_query = {qid: {name: float(result.get(qid, {}).get(measure, 0.0)) for measure, name in names.items()}
                  for qid in judged}
-    mean = {name: (float(np.mean([s[name] for s in per_query.values()])) if per_query else None)
-            for name in METRICS}
+    mean: dict[str, float | None] = {
+        name: (float(np.mean([s[name] for s in per_query.values()])) if per_query else None)
+        for name in METRICS}
     return Scores(k=k, mean=mean, per_query=per_query)
 
 
@@ -167,10 +170,11 @@ class EvalRun:
     delta: dict[str, float] | None = None
 
     def to_json(self, per_question: bool = False) -> dict[str, Any]:
-        out = {"run_id": self.run_id, "created_at": self.created_at and self.created_at.isoformat(),
-               "collection": self.collection, "golden_set": self.golden_set, "label": self.label,
-               "mode": self.mode, "k": self.k, "metrics": self.metrics, "settings": self.settings,
-               "previous_run_id": self.previous_run_id, "delta": self.delta}
+        out: dict[str, Any] = {
+            "run_id": self.run_id, "created_at": self.created_at and self.created_at.isoformat(),
+            "collection": self.collection, "golden_set": self.golden_set, "label": self.label,
+            "mode": self.mode, "k": self.k, "metrics": self.metrics, "settings": self.settings,
+            "previous_run_id": self.previous_run_id, "delta": self.delta}
         if per_question:
             out["questions"] = [asdict(r) for r in self.questions]
         return out
@@ -189,41 +193,29 @@ class HistoryRow:
     delta: dict[str, float] | None
 
 
-def _check_knobs(knobs: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(knobs) - set(KNOBS)
-    if unknown:
-        raise InvalidArgument(f"unknown search knob(s): {', '.join(sorted(unknown))} "
-                              f"(known: {', '.join(KNOBS)})")
-    return dict(knobs)
+def unit(judged_at: str, chunk_id: int, source_uri: str | None) -> str:
+    """What a retrieved chunk counts as: itself, or its document at the document level."""
+    return f"chunk:{chunk_id}" if judged_at == "chunk" else f"doc:{source_uri}"
 
 
-def _load(client: Client, gs: GoldenSet) -> tuple[list[tuple], dict[int, list[tuple]]]:
-    with transaction(client) as conn:
-        questions = conn.execute(q.QUESTIONS, {"golden_set_id": gs.golden_set_id}).fetchall()
-        positives: dict[int, list[tuple]] = {}
-        for row in conn.execute(q.POSITIVES, {"golden_set_id": gs.golden_set_id}):
-            positives.setdefault(row[1], []).append(row)
-    return questions, positives
-
-
-def _qrels(judged_at: str, positives: list[tuple]) -> dict[str, int]:
-    """One question's relevant units: chunk ids, or documents (source_uri) at the document
-    level. An unbound positive is a unit nothing can retrieve (one per document at the
-    document level, unless that document is already relevant through a bound chunk)."""
+def relevant_units(judged_at: str, positives: Sequence[StoredPositive]) -> dict[str, int]:
+    """One question's relevant units (see :func:`unit`) with their grades. An unbound
+    positive is a unit nothing can retrieve (one per document at the document level,
+    unless that document is already relevant through a bound chunk)."""
     units: dict[str, int] = {}
-    for _pid, _qid, chunk_id, source_uri, _content, grade in positives:
-        if chunk_id is not None:
-            key = f"chunk:{chunk_id}" if judged_at == "chunk" else f"doc:{source_uri}"
-            units[key] = max(units.get(key, 0), grade)
-    for positive_id, _qid, chunk_id, source_uri, _content, grade in positives:
-        if chunk_id is None:
-            if judged_at == "document" and source_uri:
-                if f"doc:{source_uri}" in units:
+    for p in positives:
+        if p.chunk_id is not None:
+            key = unit(judged_at, p.chunk_id, p.source_uri)
+            units[key] = max(units.get(key, 0), p.grade)
+    for p in positives:
+        if p.chunk_id is None:
+            if judged_at == "document" and p.source_uri:
+                if f"doc:{p.source_uri}" in units:
                     continue
-                key = f"unbound:{source_uri}"
+                key = f"unbound:{p.source_uri}"
             else:
-                key = f"unbound:{positive_id}"
-            units[key] = max(units.get(key, 0), grade)
+                key = f"unbound:{p.positive_id}"
+            units[key] = max(units.get(key, 0), p.grade)
     return units
 
 
@@ -240,17 +232,18 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _embeddings(client: Client, questions: list[tuple], mode: str, reembed: bool
-                ) -> tuple[list[Any], str]:
-    """The query vector of each question and where they came from."""
+def query_vectors(client: Client, questions: Sequence[StoredQuestion], mode: str, reembed: bool
+                  ) -> tuple[list[Any], str]:
+    """The query vector of each question and where they came from: the stored one, else
+    the client's embedder (``reembed``: always), else none (the lexical leg alone)."""
     if mode == "lexical":
         return [None] * len(questions), "none (lexical only)"
-    vectors = [None if reembed else row[4] for row in questions]
+    vectors: list[Any] = [None if reembed else qu.embedding for qu in questions]
     missing = [i for i, v in enumerate(vectors) if v is None]
     source = "stored with the golden set"
     if missing and client.embedder is not None:
-        computed = client.embedder.embed([questions[i][2] for i in missing])
-        for i, vec in zip(missing, computed):
+        computed = client.embedder.embed([questions[i].question for i in missing])
+        for i, vec in zip(missing, computed, strict=True):
             vectors[i] = vec
         name = getattr(client.embedder, "name", type(client.embedder).__name__)
         source = f"embedder {name}" if len(missing) == len(vectors) else f"stored + embedder {name}"
@@ -264,6 +257,12 @@ def _embeddings(client: Client, questions: list[tuple], mode: str, reembed: bool
     return vectors, source
 
 
+def _check_top_k(top_k: Any) -> int:
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 1000:
+        raise InvalidArgument(f"top_k must be an integer in [1, 1000], got {top_k!r}")
+    return top_k
+
+
 def evaluate(client: Client, collection: str, *, golden_set: str | None = None, top_k: int = 10,
              knobs: Mapping[str, Any] | None = None, mode: str = "pipeline", label: str | None = None,
              store: bool = True, reembed: bool = False, progress: Progress | None = None) -> EvalRun:
@@ -274,13 +273,15 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
     * ``pipeline``: ``client.search(question, embedding=..., top_k=top_k, **knobs)``:
       what an application calling search gets (the collection's settings, the knob
       overrides, and whatever the client itself adds, such as a reranker).
-    * ``dense``: the dense leg alone (``hybrid => false``), through a plain client:
-      the baseline that hybrid and reranking must beat.
-    * ``lexical``: the lexical leg alone (no query vector), through a plain client.
+    * ``dense``: the dense leg alone (``hybrid`` false, no rerank), through a plain
+      client: the baseline that hybrid and reranking must beat.
+    * ``lexical``: the lexical leg alone (no query vector, no rerank), through a plain client.
 
     Baselines change the retrieval legs only: the collection's ranking settings
     (per-document cap, recency, ...) and the knob overrides apply to them too.
-    Answers are scored in rank order (strength), not in presentation order.
+    Answers are scored in rank order (strength), not in presentation order. The knobs
+    are checked by the database (sift.knobs) before any search: an unknown name or a
+    value out of range raises InvalidKnob and nothing runs.
 
     Query vectors: the one stored with the question (BEIR imports with precomputed
     embeddings), else the client's embedder (``reembed`` forces it), else none (the
@@ -290,51 +291,55 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
     ``mean_tokens`` (sum of the returned chunks' token_count) and ``mean_results``
     over every question, and ``unanswerable_declined`` is the share of questions
     without an answer that got no result (null when the set has none).
-    ``settings["legs"]`` counts, per leg, the questions whose search ran it (read
-    from the answer's rows, so a question with no result is not counted). The run is
-    stored in sift.eval_runs unless ``store`` is false; ``delta`` is against the
-    previous stored run with the same golden set, k and label.
+    ``settings["effective"]`` is every knob in force (the collection's settings with
+    this run's overrides); ``settings["legs"]`` counts, per leg, the questions whose
+    search ran it (read from the answer's rows, so a question with no result is not
+    counted). The run is stored in sift.eval_runs unless ``store`` is false; ``delta``
+    is against the previous stored run with the same golden set, k and label.
     """
     if mode not in MODES:
         raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 1000:
-        raise InvalidArgument(f"top_k must be an integer in [1, 1000], got {top_k!r}")
-    knobs = _check_knobs(knobs or {})
+    _check_top_k(top_k)
+    knobs = dict(knobs or {})
     if mode != "pipeline" and "hybrid" in knobs:
         raise InvalidArgument(f"the {mode} baseline decides 'hybrid' itself")
+    call_knobs = {**knobs, "hybrid": False} if mode == "dense" else dict(knobs)
+    if mode != "pipeline":
+        call_knobs["rerank"] = False   # baselines are what reranking must beat
     gs = get_golden_set(client, collection, golden_set)
-    col = client.get_collection(collection)
-    questions, positives = _load(client, gs)
+    # The database checks the knobs (names, types, ranges) and says what is in force.
+    effective = {k.name: _jsonable(k.value) for k in client.knobs(collection, **call_knobs)}
+    questions, positives = load_questions(client, gs)
     if not questions:
         raise InvalidArgument(f'golden set "{gs.name}" has no question')
-    vectors, embedding_source = _embeddings(client, questions, mode, reembed)
+    vectors, embedding_source = query_vectors(client, questions, mode, reembed)
     searcher = client if mode == "pipeline" else Client(client.source, tenant=client.tenant)
-    call_knobs = {**knobs, "hybrid": False} if mode == "dense" else knobs
-    if mode != "pipeline":
-        call_knobs = {**call_knobs, "rerank": False}   # baselines are what reranking must beat
 
-    answers = []
-    for row, vector in zip(questions, vectors):
-        hits = searcher.search(collection, row[2], embedding=vector, top_k=top_k, **call_knobs).hits
+    answers: list[list[Hit]] = []
+    for question, vector in zip(questions, vectors, strict=True):
+        hits = searcher.search(collection, question.question, embedding=vector, top_k=top_k, **call_knobs).hits
         # Scored by strength (rank), not by presentation order (lost-in-the-middle).
         answers.append(sorted(hits, key=lambda h: (h.rank, h.chunk_id)))
         if progress:
             progress(1)
 
     chunk_ids = sorted({h.chunk_id for hits in answers for h in hits})
-    with transaction(client) as conn:
-        tokens = dict(conn.execute(q.TOKEN_COUNTS, {"chunk_ids": chunk_ids}).fetchall())
+    with client.transaction() as conn:
+        tokens: dict[int, int] = dict(conn.execute(q.TOKEN_COUNTS, {"chunk_ids": chunk_ids},
+                                                   prepare=False).fetchall())
 
-    rankings, qrels, legs = {}, {}, Counter()
+    rankings: dict[str, list[str]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    legs: Counter[str] = Counter()
     results = []
-    for (question_id, key, _text, answerable, _vec, _meta), hits in zip(questions, answers):
-        ranked = [f"chunk:{h.chunk_id}" if gs.judged_at == "chunk" else f"doc:{h.source_uri}"
-                  for h in hits]
+    for question, hits in zip(questions, answers, strict=True):
+        key = question.question_key
+        ranked = [unit(gs.judged_at, h.chunk_id, h.source_uri) for h in hits]
         rankings[key] = ranked
-        if answerable:
-            qrels[key] = _qrels(gs.judged_at, positives.get(question_id, []))
+        if question.answerable:
+            qrels[key] = relevant_units(gs.judged_at, positives.get(question.question_id, []))
         legs.update((hits[0].legs or []) if hits else [])
-        results.append((key, answerable, hits, ranked))
+        results.append((key, question.answerable, hits, ranked))
     scores = score(rankings, qrels, top_k)
 
     per_question = [QuestionResult(key=key, answerable=answerable, chunk_ids=[h.chunk_id for h in hits],
@@ -349,9 +354,7 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
     metrics["unanswerable_declined"] = (
         sum(1 for r in unanswerable if not r.chunk_ids) / len(unanswerable) if unanswerable else None)
 
-    effective = {name: _jsonable(getattr(col, name)) for name in KNOBS if hasattr(col, name)}
-    effective.update({name: _jsonable(value) for name, value in call_knobs.items()})
-    unbound = sum(1 for rows in positives.values() for p in rows if p[2] is None)
+    unbound = sum(1 for rows in positives.values() for p in rows if p.chunk_id is None)
     settings = {
         "mode": mode,
         "knobs": _jsonable(knobs),
@@ -371,30 +374,32 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
 
 
 def _store(client: Client, run: EvalRun, gs: GoldenSet) -> None:
-    params = {"collection": run.collection, "tenant": client.tenant, "golden_set_id": gs.golden_set_id,
-              "golden_set": gs.name, "label": run.label, "k": run.k, "settings": Jsonb(run.settings),
-              "metrics": Jsonb(run.metrics)}
-    with transaction(client) as conn:
-        run.run_id, run.created_at = conn.execute(q.INSERT_RUN, params).fetchone()
+    params = {"collection": run.collection, "golden_set_id": gs.golden_set_id, "golden_set": gs.name,
+              "label": run.label, "k": run.k, "settings": Jsonb(run.settings), "metrics": Jsonb(run.metrics)}
+    with client.transaction() as conn:
+        stored = conn.execute(q.INSERT_RUN, params, prepare=False).fetchone()
+        assert stored is not None   # sift._collection raised otherwise
+        run.run_id, run.created_at = stored
         row = conn.cursor(row_factory=class_row(HistoryRow)).execute(q.HISTORY_OF_RUNS, {
-            "collection": run.collection, "tenant": client.tenant, "golden_set": gs.name,
-            "run_ids": [run.run_id]}).fetchone()
-    run.previous_run_id, run.delta = row.previous_run_id, row.delta
+            "collection": run.collection, "golden_set": gs.name, "run_ids": [run.run_id]},
+            prepare=False).fetchone()
+    if row is not None:
+        run.previous_run_id, run.delta = row.previous_run_id, row.delta
 
 
 def history(client: Client, collection: str, *, golden_set: str | None = None,
             max_runs: int | None = 50) -> list[HistoryRow]:
     """Stored runs, oldest first (the latest max_runs; None: all), each with its delta
     against the previous run of the same golden set, k and label (sift.eval_history)."""
-    with transaction(client) as conn:
+    with client.transaction() as conn:
         cur = conn.cursor(row_factory=class_row(HistoryRow))
-        return cur.execute(q.HISTORY, {"collection": collection, "tenant": client.tenant,
-                                       "golden_set": golden_set, "max_runs": max_runs}).fetchall()
+        return cur.execute(q.HISTORY, {"collection": collection, "golden_set": golden_set,
+                                       "max_runs": max_runs}, prepare=False).fetchall()
 
 
 # -- sweeps ------------------------------------------------------------------------
 
-def parse_values(text: str, kind: type = float) -> list:
+def parse_values(text: str, kind: type = float) -> list[Any]:
     """``"0,0.1,...,1"`` (an arithmetic series: first, second, ..., last), ``"20,40,80"``,
     or ``"0:1:0.25"`` (start:stop:step, stop included) as a list of numbers."""
     text = text.strip()
@@ -403,7 +408,7 @@ def parse_values(text: str, kind: type = float) -> list:
             start, stop, step = (float(x) for x in text.split(":"))
             if step <= 0 or stop < start:
                 raise InvalidArgument(f"values {text!r}: need start <= stop and step > 0")
-            n = int(math.floor((stop - start) / step + 1e-9)) + 1
+            n = math.floor((stop - start) / step + 1e-9) + 1
             values = [start + i * step for i in range(n)]
         else:
             parts = [p.strip() for p in text.split(",") if p.strip()]
@@ -414,21 +419,21 @@ def parse_values(text: str, kind: type = float) -> list:
                 step = second - first
                 if step == 0 or (last - first) / step < 0:
                     raise InvalidArgument(f"values {text!r}: the series never reaches {parts[3]}")
-                n = int(math.floor((last - first) / step + 1e-9)) + 1
+                n = math.floor((last - first) / step + 1e-9) + 1
                 values = [first + i * step for i in range(n)]
             else:
                 values = [float(p) for p in parts]
     except ValueError as exc:
         raise InvalidArgument(f"values {text!r}: not numbers ({exc})") from exc
     values = [round(v, 10) for v in values]
-    if kind is int:
-        if any(v != int(v) for v in values):
-            raise InvalidArgument(f"values {text!r}: this knob takes whole numbers")
-        values = [int(v) for v in values]
     if not values:
         raise InvalidArgument("no values to sweep")
     if len(set(values)) != len(values):
         raise InvalidArgument(f"values {text!r}: a value appears twice")
+    if kind is int:
+        if any(v != int(v) for v in values):
+            raise InvalidArgument(f"values {text!r}: this knob takes whole numbers")
+        return [int(v) for v in values]
     return values
 
 
@@ -436,34 +441,72 @@ def format_value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def sweepable_knobs(client: Client, definitions: Sequence[Knob] | None = None) -> dict[str, type]:
+    """The knobs a sweep can walk, with the Python type of their values: the numeric ones
+    a call may set (sift.knobs(): type and scope)."""
+    return {k.name: NUMBER_TYPES[k.type] for k in (definitions if definitions is not None else client.knobs())
+            if k.type in NUMBER_TYPES and k.scope != "collection"}
+
+
+def _checked_values(client: Client, collection: str, knob: str, values: Sequence[Any],
+                    knobs: Mapping[str, Any], definitions: Sequence[Knob]) -> list[Any]:
+    known = {k.name for k in definitions}
+    if not values:
+        raise InvalidArgument("no values to sweep")
+    if knob not in known:
+        client.knobs(collection, **{knob: values[0]})   # the database names the nearest knob
+        raise InvalidKnob(f"unknown knob {knob!r}", knob=knob)
+    kinds = sweepable_knobs(client, definitions)
+    if knob not in kinds:
+        raise InvalidKnob(f"cannot sweep {knob!r}: a sweep walks a number a call can set "
+                          f"({', '.join(kinds)})", knob=knob)
+    if knob in knobs:
+        raise InvalidArgument(f"{knob} is the knob being swept: do not also set it")
+    kind = kinds[knob]
+    checked = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidKnob(f"{knob} takes numbers, got {value!r}", knob=knob)
+        if kind is int and value != int(value):
+            raise InvalidKnob(f"{knob} takes whole numbers, got {value!r}", knob=knob)
+        checked.append(kind(value))
+        # The knob's domain range-checks the value (a check violation naming the knob).
+        client.knobs(collection, **{**knobs, knob: checked[-1]})
+    return checked
+
+
+def check_values(client: Client, collection: str, knob: str, values: Sequence[Any],
+                 knobs: Mapping[str, Any] | None = None) -> list[Any]:
+    """A sweep's values checked by the database before any run (the knob exists, is a
+    number a call can set, every value is in its domain's range, with the other
+    overrides), as the knob's type; InvalidKnob names the first problem."""
+    return _checked_values(client, collection, knob, values, dict(knobs or {}), client.knobs())
+
+
 @dataclass
 class Sweep:
     knob: str
     metric: str
-    values: list
+    values: list[Any]
     runs: list[EvalRun]
     baselines: list[EvalRun]
+    # The other knobs of the swept knob's stage, as the runs had them (the plot's title).
+    fixed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def best(self) -> tuple[Any, EvalRun]:
         """The value with the highest metric (the first such value on a tie)."""
-        scored = [(run.metrics[self.metric] if run.metrics[self.metric] is not None else -math.inf, -i)
+        scored = [(m if (m := run.metrics[self.metric]) is not None else -math.inf, -i)
                   for i, run in enumerate(self.runs)]
         i = -max(scored)[1]
         return self.values[i], self.runs[i]
 
     def to_json(self) -> dict[str, Any]:
         value, run = self.best
-        return {"knob": self.knob, "metric": self.metric, "values": self.values,
+        return {"knob": self.knob, "metric": self.metric, "values": self.values, "fixed": self.fixed,
                 "best": {"value": value, "run_id": run.run_id, self.metric: run.metrics[self.metric]},
                 "runs": [r.to_json() for r in self.runs],
                 "baselines": [r.to_json() for r in self.baselines]}
-
-
-def check_values(client: Client, knob: str, values: Sequence[Any]) -> None:
-    """Range-check a sweep's values in the database (the knob's domain) before any run."""
-    with transaction(client) as conn:
-        conn.execute(q.check_knob_values(knob), {"values": [str(v) for v in values]})
 
 
 def sweep(client: Client, collection: str, knob: str, values: Sequence[Any], *,
@@ -472,41 +515,43 @@ def sweep(client: Client, collection: str, knob: str, values: Sequence[Any], *,
           reembed: bool = False, progress: Progress | None = None) -> Sweep:
     """Evaluate the pipeline once per value of ``knob`` (other overrides from ``knobs``),
     each run stored with label ``sweep <knob>=<value>``; ``baselines`` ('dense',
-    'lexical') run once beside it."""
-    if knob not in SWEEP_KNOBS:
-        raise InvalidArgument(f"cannot sweep {knob!r}: choose one of {', '.join(SWEEP_KNOBS)}")
+    'lexical') run once beside it. Every value is checked by the database first
+    (:func:`check_values`): an unknown knob or a value out of range runs nothing."""
     if metric not in METRICS:
         raise InvalidArgument(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    knobs = _check_knobs(knobs or {})
-    if knob in knobs:
-        raise InvalidArgument(f"{knob} is the knob being swept: do not also set it")
-    values = [SWEEP_KNOBS[knob](v) for v in values]
-    if not values:
-        raise InvalidArgument("no values to sweep")
-    check_values(client, knob, values)
+    for mode in baselines:
+        if mode not in MODES or mode == "pipeline":
+            raise InvalidArgument(f"a baseline is dense or lexical, got {mode!r}")
+    knobs = dict(knobs or {})
+    definitions = client.knobs()
+    checked = _checked_values(client, collection, knob, values, knobs, definitions)
     runs = [evaluate(client, collection, golden_set=golden_set, top_k=top_k, knobs={**knobs, knob: v},
                      label=f"sweep {knob}={format_value(v)}", store=store, reembed=reembed,
                      progress=progress)
-            for v in values]
+            for v in checked]
     base_knobs = {k: v for k, v in knobs.items() if k != "hybrid"}
     base = [evaluate(client, collection, golden_set=golden_set, top_k=top_k, knobs=base_knobs, mode=m,
                      store=store, reembed=reembed, progress=progress)
             for m in baselines]
-    return Sweep(knob=knob, metric=metric, values=values, runs=runs, baselines=base)
+    stage = next(k.stage for k in definitions if k.name == knob)
+    effective = runs[0].settings["effective"]
+    fixed = {k.name: effective.get(k.name) for k in definitions
+             if k.stage == stage and k.name != knob and k.scope != "collection"}
+    return Sweep(knob=knob, metric=metric, values=checked, runs=runs, baselines=base, fixed=fixed)
 
 
 def plot_sweep(result: Sweep, path: Path | str, *, title: str | None = None) -> Path:
     """A PNG of every metric at k against the swept knob, the best value marked and the
     baselines (if any) as dashed lines of the chosen metric. Headless (Agg), no pyplot
     state touched."""
-    Figure = _require("matplotlib.figure").Figure
+    figure = require("matplotlib.figure").Figure
     path = Path(path)
     k = result.runs[0].k
     x = [float(v) for v in result.values]
-    fig = Figure(figsize=(8, 5), dpi=120, layout="constrained")
+    fig = figure(figsize=(8, 5), dpi=120, layout="constrained")
     ax = fig.subplots()
     for name in METRICS:
-        ys = [r.metrics[name] if r.metrics[name] is not None else math.nan for r in result.runs]
+        ys = [m if (m := r.metrics[name]) is not None else math.nan for r in result.runs]
         ax.plot(x, ys, marker="o", markersize=4, linewidth=2 if name == result.metric else 1.2,
                 label=f"{METRIC_LABELS[name]}@{k}")
     best_value, best_run = result.best
@@ -516,7 +561,7 @@ def plot_sweep(result: Sweep, path: Path | str, *, title: str | None = None) -> 
         ax.annotate(f"best {METRIC_LABELS[result.metric]}@{k} {best:.4f}\nat {result.knob} = "
                     f"{format_value(best_value)}", xy=(float(best_value), best), xytext=(8, 8),
                     textcoords="offset points", fontsize=9)
-    for run, style in zip(result.baselines, ("--", "-.")):
+    for run, style in zip(result.baselines, ("--", "-.", ":"), strict=False):
         value = run.metrics[result.metric]
         if value is not None:
             ax.axhline(value, color="black", linestyle=style, linewidth=1,
@@ -527,9 +572,7 @@ def plot_sweep(result: Sweep, path: Path | str, *, title: str | None = None) -> 
     ax.grid(True, alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
     first = result.runs[0]
-    fixed = ", ".join(f"{name} {format_value(first.settings['effective'][name])}"
-                      for name in ("dense_weight", "rrf_k", "fetch_k", "lexical_scorer")
-                      if name != result.knob and name in first.settings["effective"])
+    fixed = ", ".join(f"{name} {format_value(value)}" for name, value in result.fixed.items())
     ax.set_title(title or f"{first.collection} / {first.golden_set}: {result.knob} sweep "
                  f"({first.settings['questions']['scored']} questions)\n{fixed}", fontsize=10)
     fig.savefig(path, format="png")

@@ -7,6 +7,10 @@ re-chunk or a re-ingest (which gives chunks new ids) ``rebind`` finds the
 chunk that now holds the text verbatim, and reports every positive it could
 not bind instead of guessing.
 
+Everything here runs through the public Client: its own SQL (pgsift.queries)
+inside ``client.transaction()``, so the tenant is the client's and errors are
+typed (GoldenSetNotFound, GoldenSetExists, ...).
+
 Sources:
 
 * a simple JSONL file (:func:`read_jsonl`), one question per line::
@@ -30,7 +34,6 @@ Sources:
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,46 +46,20 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from . import eval_queries as q
+from . import queries as q
 from .client import Client
-from .errors import DimensionMismatch, InvalidArgument, PgsiftError, translate
+from .errors import DimensionMismatch, GoldenSetExists, GoldenSetNotFound, InvalidArgument
 from .models import Chunk, Document
 
 JUDGED_AT = ("chunk", "document")
 HEADER_KEY = "pgsift_golden_set"
 
-
-class GoldenSetNotFound(PgsiftError, LookupError):
-    """The collection has no golden set of that name (or none at all)."""
-
-
-class GoldenSetExists(PgsiftError):
-    """A golden set of that name already exists in the collection (replace it explicitly)."""
-
-
-def translate_error(exc: psycopg.Error) -> Exception:
-    """errors.translate, plus the evaluation tables' own errors."""
-    state = getattr(exc, "sqlstate", None)
-    diag = getattr(exc, "diag", None)
-    if state == "SFG01":
-        hint = diag.message_hint if diag else None
-        message = diag.message_primary if diag and diag.message_primary else str(exc)
-        return GoldenSetNotFound(f"{message} ({hint})" if hint else message)
-    if state == "23505" and diag and diag.constraint_name == "golden_sets_collection_name_key":
-        return GoldenSetExists("a golden set of that name already exists in the collection "
-                               "(pass replace=True / --replace to overwrite it)")
-    return translate(exc)
-
-
-@contextlib.contextmanager
-def transaction(client: Client) -> Iterator[psycopg.Connection]:
-    """One transaction on the client's connection (or a pooled one); typed errors."""
-    with client._conn() as conn:
-        try:
-            with conn.transaction():
-                yield conn
-        except psycopg.Error as exc:
-            raise translate_error(exc) from exc
+__all__ = [
+    "HEADER_KEY", "JUDGED_AT", "Binding", "GoldenSet", "GoldenSetExists", "GoldenSetNotFound", "ImportReport",
+    "Positive", "Question", "RebindReport", "StoredPositive", "StoredQuestion", "beir_documents",
+    "beir_questions", "delete_golden_set", "export_golden_set", "get_golden_set", "import_golden_set",
+    "list_golden_sets", "load_questions", "question_from_json", "read_jsonl", "rebind", "write_jsonl",
+]
 
 
 # -- rows ------------------------------------------------------------------------
@@ -99,16 +76,20 @@ class Positive:
 
 @dataclass
 class Question:
+    """A question to import: its positives, or answerable=False for one the collection cannot answer."""
+
     key: str
     text: str
     answerable: bool = True
     positives: list[Positive] = field(default_factory=list)
-    embedding: Sequence[float] | np.ndarray | None = None
+    embedding: Sequence[float] | np.ndarray[Any, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class GoldenSet:
+    """A stored golden set with its counts (unbound: positives no chunk holds now)."""
+
     golden_set_id: int
     name: str
     judged_at: str
@@ -120,6 +101,30 @@ class GoldenSet:
     positives: int
     unbound: int
     without_embedding: int
+
+
+@dataclass(frozen=True)
+class StoredQuestion:
+    """A question as stored (what evaluation and calibration read back)."""
+
+    question_id: int
+    question_key: str
+    question: str
+    answerable: bool
+    embedding: list[float] | None
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoredPositive:
+    """A positive as stored; source_uri is the document its chunk is in now (as stored when unbound)."""
+
+    positive_id: int
+    question_id: int
+    chunk_id: int | None
+    source_uri: str | None
+    content: str
+    grade: int
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,19 @@ def question_from_json(row: Mapping[str, Any], default_key: str, where: str) -> 
                     embedding=row.get("embedding"))
 
 
+def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, parsed object) for each non-blank line of a JSONL file."""
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidArgument(f"{where}: not JSON ({exc})") from exc
+
+
 def read_jsonl(path: Path | str) -> tuple[dict[str, Any], list[Question]]:
     """A golden-set JSONL file: (the optional header's settings, the questions)."""
     path = Path(path)
@@ -212,24 +230,34 @@ def read_jsonl(path: Path | str) -> tuple[dict[str, Any], list[Question]]:
         raise InvalidArgument(f"{path} does not exist")
     header: dict[str, Any] = {}
     questions: list[Question] = []
+    for where, row in _json_lines(path):
+        if not isinstance(row, dict):
+            raise InvalidArgument(f"{where}: each line must be a JSON object")
+        if HEADER_KEY in row:
+            if questions or header:
+                raise InvalidArgument(f"{where}: the {HEADER_KEY} header must be the first line")
+            header = dict(row[HEADER_KEY] or {})
+            continue
+        questions.append(question_from_json(row, str(len(questions) + 1), where))
+    return header, questions
+
+
+def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """A BEIR qrels TSV (header line, then query-id, corpus-id, score)."""
+    qrels: dict[str, dict[str, int]] = {}
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
-            if not line.strip():
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 3 or not line.strip():
                 continue
-            where = f"{path}:{line_no}"
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgument(f"{where}: not JSON ({exc})") from exc
-            if not isinstance(row, dict):
-                raise InvalidArgument(f"{where}: each line must be a JSON object")
-            if HEADER_KEY in row:
-                if questions or header:
-                    raise InvalidArgument(f"{where}: the {HEADER_KEY} header must be the first line")
-                header = dict(row[HEADER_KEY] or {})
-                continue
-            questions.append(question_from_json(row, str(len(questions) + 1), where))
-    return header, questions
+                score = int(float(fields[2]))
+            except ValueError:
+                if line_no == 1:
+                    continue
+                raise InvalidArgument(f"{path}:{line_no}: score {fields[2]!r} is not a number") from None
+            qrels.setdefault(fields[0], {})[fields[1]] = score
+    return qrels
 
 
 def beir_questions(dataset: Path | str, *, split: str = "test", model: str | None = None
@@ -246,10 +274,11 @@ def beir_questions(dataset: Path | str, *, split: str = "test", model: str | Non
     from . import bench
 
     dataset = Path(dataset)
+    vectors: Sequence[Any]
     if (dataset / "embeddings").is_dir():
         data = bench.load_beir(dataset, model, split=split)
         keys, texts, qrels = data.query_ids, data.query_texts, data.qrels
-        vectors: Sequence[Any] = list(data.query_embeddings)
+        vectors = list(data.query_embeddings)
         corpus = {doc_id: _beir_chunk_text(data.titles[i], data.texts[i])
                   for i, doc_id in enumerate(data.doc_ids)}
         source = f"beir {data.name} split={split} model={data.model}"
@@ -258,20 +287,20 @@ def beir_questions(dataset: Path | str, *, split: str = "test", model: str | Non
         missing = [str(p.relative_to(dataset)) for p in needed if not p.is_file()]
         if not dataset.is_dir() or missing:
             raise InvalidArgument(f"{dataset} is not a BEIR folder: missing {', '.join(missing) or 'it all'}")
-        all_qrels = bench._read_qrels(needed[2])
+        all_qrels = _read_qrels(needed[2])
         qrels = {qid: judged for qid, judged in all_qrels.items() if any(s > 0 for s in judged.values())}
-        rows = [r for r in bench._read_jsonl(needed[1]) if str(r["_id"]) in qrels]
+        rows = [r for _where, r in _json_lines(needed[1]) if str(r["_id"]) in qrels]
         keys, texts = [str(r["_id"]) for r in rows], [r.get("text") or "" for r in rows]
         vectors = [None] * len(keys)
         corpus = {str(r["_id"]): _beir_chunk_text(r.get("title") or "", r.get("text") or "")
-                  for r in bench._read_jsonl(needed[0])}
+                  for _where, r in _json_lines(needed[0])}
         source = f"beir {dataset.resolve().name} split={split} (no query vectors)"
     questions = []
-    for key, text, vec in zip(keys, texts, vectors):
+    for key, text, vec in zip(keys, texts, vectors, strict=True):
         positives = [Positive(source_uri=doc_id, grade=score)
                      for doc_id, score in sorted(qrels[key].items()) if score > 0]
         questions.append(Question(key=key, text=text, positives=positives, embedding=vec))
-    judged = {p.source_uri for question in questions for p in question.positives}
+    judged = {p.source_uri for question in questions for p in question.positives if p.source_uri}
     return questions, {doc_id: corpus[doc_id] for doc_id in judged if doc_id in corpus}, source
 
 
@@ -295,18 +324,21 @@ def beir_documents(dataset: Path | str, *, model: str | None = None) -> Iterator
 # -- sets ---------------------------------------------------------------------------
 
 def list_golden_sets(client: Client, collection: str) -> list[GoldenSet]:
-    with transaction(client) as conn:
+    with client.transaction() as conn:
         cur = conn.cursor(row_factory=class_row(GoldenSet))
-        return cur.execute(q.LIST_GOLDEN_SETS, {"collection": collection, "tenant": client.tenant}).fetchall()
+        return cur.execute(q.LIST_GOLDEN_SETS, {"collection": collection}, prepare=False).fetchall()
 
 
 def get_golden_set(client: Client, collection: str, name: str | None = None) -> GoldenSet:
     """The named set; without a name, the collection's only one."""
     if name is not None:
-        with transaction(client) as conn:
+        with client.transaction() as conn:
             cur = conn.cursor(row_factory=class_row(GoldenSet))
-            return cur.execute(q.GET_GOLDEN_SET, {"collection": collection, "tenant": client.tenant,
-                                                  "name": name}).fetchone()
+            found = cur.execute(q.GET_GOLDEN_SET, {"collection": collection, "name": name},
+                                prepare=False).fetchone()
+        if found is None:   # sift._golden_set raises SFG01 first; never reached
+            raise GoldenSetNotFound(f'unknown golden set "{name}" in collection "{collection}"')
+        return found
     sets = list_golden_sets(client, collection)
     if not sets:
         raise GoldenSetNotFound(f'collection "{collection}" has no golden set '
@@ -319,9 +351,21 @@ def get_golden_set(client: Client, collection: str, name: str | None = None) -> 
 
 def delete_golden_set(client: Client, collection: str, name: str) -> bool:
     """Delete a golden set with its questions; its evaluation runs stay in the history."""
-    with transaction(client) as conn:
-        return conn.execute(q.DELETE_GOLDEN_SET, {"collection": collection, "tenant": client.tenant,
-                                                  "name": name}).fetchone() is not None
+    with client.transaction() as conn:
+        return conn.execute(q.DELETE_GOLDEN_SET, {"collection": collection, "name": name},
+                            prepare=False).fetchone() is not None
+
+
+def load_questions(client: Client, gs: GoldenSet) -> tuple[list[StoredQuestion], dict[int, list[StoredPositive]]]:
+    """A stored set's questions (in import order) and each question's positives, by question_id."""
+    with client.transaction() as conn:
+        questions = conn.cursor(row_factory=class_row(StoredQuestion)).execute(
+            q.QUESTIONS, {"golden_set_id": gs.golden_set_id}, prepare=False).fetchall()
+        positives: dict[int, list[StoredPositive]] = {}
+        for row in conn.cursor(row_factory=class_row(StoredPositive)).execute(
+                q.POSITIVES, {"golden_set_id": gs.golden_set_id}, prepare=False):
+            positives.setdefault(row.question_id, []).append(row)
+    return questions, positives
 
 
 def _vector(embedding: Any, dims: int, where: str) -> list[float] | None:
@@ -336,7 +380,7 @@ def _vector(embedding: Any, dims: int, where: str) -> list[float] | None:
     if arr.size != dims:
         raise DimensionMismatch(f"{where}: the embedding has {arr.size} dimensions; "
                                 f"the collection expects {dims}", got=int(arr.size), expected=dims)
-    return arr.tolist()
+    return [float(x) for x in arr]
 
 
 def _validate(questions: list[Question]) -> None:
@@ -362,26 +406,31 @@ def _validate(questions: list[Question]) -> None:
                 raise InvalidArgument(f"{where}: grade must be an integer >= 1, got {p.grade!r}")
 
 
-def _positive_rows(client: Client, conn: psycopg.Connection, collection: str,
-                   questions: list[Question], fallback_text: Mapping[str, str], skip_missing: bool,
-                   skipped: list[tuple[str, str]]) -> list[list[dict]]:
+PositiveRow = dict[str, Any]
+
+
+def _positive_rows(conn: psycopg.Connection[Any], collection: str, questions: list[Question],
+                   fallback_text: Mapping[str, str], skip_missing: bool,
+                   skipped: list[tuple[str, str]]) -> list[list[PositiveRow]]:
     """Each question's positives as rows to insert (chunk_id, source_uri, content, grade)."""
-    params = {"collection": collection, "tenant": client.tenant}
     chunk_ids = sorted({p.chunk_id for qu in questions for p in qu.positives if p.chunk_id is not None})
-    by_id = {r[0]: r for r in conn.execute(q.CHUNKS_BY_ID, {**params, "chunk_ids": chunk_ids})}
+    by_id: dict[int, tuple[int, str, str]] = {
+        r[0]: (r[0], r[1], r[2]) for r in conn.execute(
+            q.CHUNKS_BY_ID, {"collection": collection, "chunk_ids": chunk_ids}, prepare=False)}
     whole_docs = sorted({p.source_uri for qu in questions for p in qu.positives
                          if p.chunk_id is None and p.source_uri and not (p.text and p.text.strip())})
     of_doc: dict[str, list[tuple[int, str]]] = {}
-    for source_uri, chunk_id, content in conn.execute(q.CHUNKS_OF_DOCUMENTS,
-                                                      {**params, "source_uris": whole_docs}):
+    for source_uri, chunk_id, content in conn.execute(
+            q.CHUNKS_OF_DOCUMENTS, {"collection": collection, "source_uris": whole_docs}, prepare=False):
         of_doc.setdefault(source_uri, []).append((chunk_id, content))
 
     out = []
     for question in questions:
         where = f"question {question.key!r}"
-        rows: dict[tuple, dict] = {}
+        rows: dict[tuple[Any, ...], PositiveRow] = {}
 
-        def add(chunk_id, source_uri, content, grade):
+        def add(chunk_id: int | None, source_uri: str | None, content: str, grade: int,
+                rows: dict[tuple[Any, ...], PositiveRow] = rows) -> None:
             key = (chunk_id, content) if chunk_id is not None else (None, source_uri, content)
             if key not in rows or rows[key]["grade"] < grade:
                 rows[key] = {"chunk_id": chunk_id, "source_uri": source_uri, "content": content,
@@ -400,12 +449,12 @@ def _positive_rows(client: Client, conn: psycopg.Connection, collection: str,
                 # The text is what lasts: a chunk id from elsewhere (an export of another
                 # collection, a re-chunked one) that does not hold it is ignored.
                 add(None, p.source_uri, text, p.grade)      # bound by rebind, below
-            elif p.source_uri in of_doc:
+            elif p.source_uri is not None and p.source_uri in of_doc:
                 for chunk_id, content in of_doc[p.source_uri]:
                     add(chunk_id, p.source_uri, content, p.grade)
-            elif p.source_uri in fallback_text and fallback_text[p.source_uri].strip():
+            elif p.source_uri is not None and fallback_text.get(p.source_uri, "").strip():
                 add(None, p.source_uri, fallback_text[p.source_uri], p.grade)   # reported unbound
-            elif skip_missing:
+            elif skip_missing and p.source_uri is not None:
                 skipped.append((question.key, p.source_uri))
             else:
                 raise InvalidArgument(f'{where}: document "{p.source_uri}" is not in collection '
@@ -426,7 +475,8 @@ def import_golden_set(client: Client, collection: str, name: str, questions: Ite
     document given by source_uri alone that is not in the collection is refused,
     unless ``fallback_text`` has its text (then it is stored unbound and reported), or
     ``skip_missing`` is set (then it is left out and reported in ``skipped``; a
-    question left without any positive is left out too). ``replace`` deletes an existing set of that name first (its run history stays).
+    question left without any positive is left out too). ``replace`` deletes an
+    existing set of that name first (its run history stays).
     """
     questions = list(questions)
     if judged_at not in JUDGED_AT:
@@ -436,36 +486,40 @@ def import_golden_set(client: Client, collection: str, name: str, questions: Ite
     _validate(questions)
     dims = client.get_collection(collection).embedding_dims
     vectors = [_vector(qu.embedding, dims, f"question {qu.key!r}") for qu in questions]
-    params = {"collection": collection, "tenant": client.tenant, "name": name}
+    params = {"collection": collection, "name": name}
     skipped: list[tuple[str, str]] = []
-    with transaction(client) as conn:
-        positives = _positive_rows(client, conn, collection, questions, fallback_text or {},
-                                   skip_missing, skipped)
-        kept = [(qu, vec, rows) for qu, vec, rows in zip(questions, vectors, positives)
+    with client.transaction() as conn:
+        positives = _positive_rows(conn, collection, questions, fallback_text or {}, skip_missing, skipped)
+        kept = [(qu, vec, rows) for qu, vec, rows in zip(questions, vectors, positives, strict=True)
                 if rows or not qu.answerable]
         if not kept:
             raise InvalidArgument("no question is left to import (none of their documents is known)")
         if replace:
-            conn.execute(q.DELETE_GOLDEN_SET, params)
-        set_id = conn.execute(q.CREATE_GOLDEN_SET, {**params, "judged_at": judged_at, "source": source,
-                                                    "description": description}).fetchone()[0]
+            conn.execute(q.DELETE_GOLDEN_SET, params, prepare=False)
+        created = conn.execute(q.CREATE_GOLDEN_SET, {**params, "judged_at": judged_at, "source": source,
+                                                     "description": description}, prepare=False).fetchone()
+        assert created is not None   # sift._collection raised otherwise
         cur = conn.cursor()
         for question, vector, rows in kept:
-            question_id = cur.execute(q.INSERT_QUESTION, {
-                "golden_set_id": set_id, "question_key": question.key, "question": question.text,
+            row = cur.execute(q.INSERT_QUESTION, {
+                "golden_set_id": created[0], "question_key": question.key, "question": question.text,
                 "answerable": question.answerable, "embedding": vector,
-                "metadata": Jsonb(question.metadata or {})}).fetchone()[0]
+                "metadata": Jsonb(question.metadata or {})}, prepare=False).fetchone()
+            assert row is not None
             if rows:
-                cur.executemany(q.INSERT_POSITIVE, [{**r, "question_id": question_id} for r in rows])
+                # One round trip, never a server-side prepared statement (transaction poolers).
+                with conn.pipeline():
+                    for r in rows:
+                        cur.execute(q.INSERT_POSITIVE, {**r, "question_id": row[0]}, prepare=False)
         bindings = _rebind(conn, params)
     return ImportReport(golden_set=get_golden_set(client, collection, name),
                         rebind=RebindReport(golden_set=name, bindings=bindings), skipped=skipped,
-                        skipped_questions=[qu.key for qu, rows in zip(questions, positives)
+                        skipped_questions=[qu.key for qu, rows in zip(questions, positives, strict=True)
                                            if qu.answerable and not rows])
 
 
-def _rebind(conn: psycopg.Connection, params: dict) -> list[Binding]:
-    return conn.cursor(row_factory=class_row(Binding)).execute(q.REBIND, params).fetchall()
+def _rebind(conn: psycopg.Connection[Any], params: dict[str, Any]) -> list[Binding]:
+    return conn.cursor(row_factory=class_row(Binding)).execute(q.REBIND, params, prepare=False).fetchall()
 
 
 def rebind(client: Client, collection: str, name: str | None = None) -> RebindReport:
@@ -473,8 +527,8 @@ def rebind(client: Client, collection: str, name: str | None = None) -> RebindRe
     (sift.rebind_golden_set); positives no chunk holds, or that several documents
     hold, are left unbound and listed in the report."""
     name = get_golden_set(client, collection, name).name
-    with transaction(client) as conn:
-        bindings = _rebind(conn, {"collection": collection, "tenant": client.tenant, "name": name})
+    with client.transaction() as conn:
+        bindings = _rebind(conn, {"collection": collection, "name": name})
     return RebindReport(golden_set=name, bindings=bindings)
 
 
@@ -485,24 +539,18 @@ def export_golden_set(client: Client, collection: str, name: str | None = None, 
     """The set as JSONL-ready objects: the header, then one per question (read_jsonl reads
     them back; positives carry chunk_id, source_uri, text and grade)."""
     gs = get_golden_set(client, collection, name)
-    with transaction(client) as conn:
-        questions = conn.execute(q.QUESTIONS, {"golden_set_id": gs.golden_set_id}).fetchall()
-        positives: dict[int, list] = {}
-        for row in conn.execute(q.POSITIVES, {"golden_set_id": gs.golden_set_id}):
-            positives.setdefault(row[1], []).append(row)
+    questions, positives = load_questions(client, gs)
     yield {HEADER_KEY: {"name": gs.name, "judged_at": gs.judged_at, "source": gs.source,
                         "description": gs.description}}
-    for question_id, key, text, answerable, embedding, metadata in questions:
-        line: dict[str, Any] = {"id": key, "question": text, "answerable": answerable}
-        if answerable:
-            line["positives"] = [{"text": content, "chunk_id": chunk_id, "source_uri": source_uri,
-                                  "grade": grade}
-                                 for _pid, _qid, chunk_id, source_uri, content, grade
-                                 in positives.get(question_id, [])]
-        if metadata:
-            line["metadata"] = metadata
-        if with_embeddings and embedding is not None:
-            line["embedding"] = [float(x) for x in embedding]
+    for qu in questions:
+        line: dict[str, Any] = {"id": qu.question_key, "question": qu.question, "answerable": qu.answerable}
+        if qu.answerable:
+            line["positives"] = [{"text": p.content, "chunk_id": p.chunk_id, "source_uri": p.source_uri,
+                                  "grade": p.grade} for p in positives.get(qu.question_id, [])]
+        if qu.metadata:
+            line["metadata"] = qu.metadata
+        if with_embeddings and qu.embedding is not None:
+            line["embedding"] = [float(x) for x in qu.embedding]
         yield line
 
 

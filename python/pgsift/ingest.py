@@ -13,9 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .client import Embedder
 from .errors import InvalidArgument
-from .models import Chunk, Document
+from .models import Chunk, Document, Embedder
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 SUFFIXES = (".md", ".markdown", ".txt")
@@ -28,7 +27,9 @@ class TextChunk:
 
 
 def _split_paragraphs(lines: list[str]) -> list[str]:
-    paragraphs, current, fenced = [], [], False
+    paragraphs: list[str] = []
+    current: list[str] = []
+    fenced = False
     for line in lines:
         if line.strip().startswith("```"):
             fenced = not fenced
@@ -55,7 +56,7 @@ def chunk_markdown(text: str, title: str, max_words: int = 180) -> list[TextChun
         m = None if fenced else _HEADING.match(line)
         if m:
             level = len(m.group(1))
-            path = path[: level - 1] + [m.group(2)]
+            path = [*path[: level - 1], m.group(2)]
             sections.append((list(path), []))
         else:
             sections[-1][1].append(line)
@@ -96,10 +97,12 @@ def _title_of(text: str, path: Path) -> str:
 def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedder | None) -> list[Document]:
     texts = [f"{c.context}\n\n{c.content}" if c.context else c.content
              for _, chunks in pending for c in chunks]
-    if texts and embedder is None:
+    if not texts:
+        return [doc for doc, _ in pending]
+    if embedder is None:
         raise InvalidArgument("these chunks have no embeddings and no embedder was given "
                               "(pip install 'pgsift[embed]' for the local one)")
-    vectors = iter(embedder.embed(texts)) if texts else iter(())
+    vectors = iter(embedder.embed(texts))
     for doc, chunks in pending:
         doc.chunks = [Chunk(content=c.content, context=c.context, embedding=next(vectors)) for c in chunks]
     return [doc for doc, _ in pending]
@@ -147,7 +150,7 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document
             raise InvalidArgument(f"{path}: chunks without 'embedding' need an embedder")
         vectors = embedder.embed([f"{c.context}\n\n{c.content}" if c.context else c.content
                                   for _, c in missing])
-        for (_, chunk), vec in zip(missing, vectors):
+        for (_, chunk), vec in zip(missing, vectors, strict=True):
             chunk.embedding = vec
     return list(docs.values())
 

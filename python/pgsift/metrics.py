@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
-__all__ = ["dcg", "hit_rate", "mrr", "ndcg_at_k", "recall_at_k", "relevant", "dedupe"]
+# Any hashable id: chunk ids, document ids, "doc:<uri>" units.
+H = TypeVar("H", bound=Hashable)
+
+__all__ = ["dcg", "dedupe", "hit_rate", "mrr", "ndcg_at_k", "recall_at_k", "relevant"]
 
 
-def dedupe(ranked_ids: Iterable[Hashable]) -> list:
+def dedupe(ranked_ids: Iterable[H]) -> list[H]:
     """The ranking with repeated ids removed, each kept at its first (best) position."""
-    seen: set = set()
-    out = []
+    seen: set[H] = set()
+    out: list[H] = []
     for doc_id in ranked_ids:
         if doc_id not in seen:
             seen.add(doc_id)
@@ -36,14 +40,14 @@ def dedupe(ranked_ids: Iterable[Hashable]) -> list:
     return out
 
 
-def _cut(ranked_ids: Iterable[Hashable], k: int | None) -> list:
+def _cut(ranked_ids: Iterable[H], k: int | None) -> list[H]:
     if k is not None and k < 0:
         raise ValueError(f"k must be >= 0 or None, got {k}")
     ranked = dedupe(ranked_ids)
     return ranked if k is None else ranked[:k]
 
 
-def relevant(qrels: Mapping[Hashable, int]) -> set:
+def relevant(qrels: Mapping[H, int]) -> set[H]:
     """The ids judged relevant (relevance > 0)."""
     return {doc_id for doc_id, rel in qrels.items() if rel > 0}
 
@@ -56,7 +60,7 @@ def dcg(gains: Sequence[float]) -> float:
     return sum(g / math.log2(i + 2) for i, g in enumerate(gains) if g)
 
 
-def ndcg_at_k(ranked_ids: Iterable[Hashable], qrels: Mapping[Hashable, int], k: int | None = 10) -> float:
+def ndcg_at_k(ranked_ids: Iterable[H], qrels: Mapping[H, int], k: int | None = 10) -> float:
     """Normalised DCG at k, graded (trec_eval ``ndcg_cut``, as BEIR reports it).
 
     DCG@k = sum over the top k of rel(id) / log2(rank + 1); the ideal DCG sorts
@@ -75,7 +79,7 @@ def ndcg_at_k(ranked_ids: Iterable[Hashable], qrels: Mapping[Hashable, int], k: 
     return dcg(gains) / idcg if idcg > 0 else 0.0
 
 
-def recall_at_k(ranked_ids: Iterable[Hashable], qrels: Mapping[Hashable, int], k: int | None = 100) -> float:
+def recall_at_k(ranked_ids: Iterable[H], qrels: Mapping[H, int], k: int | None = 100) -> float:
     """Share of the relevant ids found in the top k: |relevant in top k| / |relevant|.
 
     The denominator is every relevant judgment, so a query with more relevant ids
@@ -87,7 +91,7 @@ def recall_at_k(ranked_ids: Iterable[Hashable], qrels: Mapping[Hashable, int], k
     return sum(1 for doc_id in _cut(ranked_ids, k) if doc_id in rel) / len(rel)
 
 
-def mrr(ranked_ids: Iterable[Hashable], qrels: Mapping[Hashable, int], k: int | None = None) -> float:
+def mrr(ranked_ids: Iterable[H], qrels: Mapping[H, int], k: int | None = None) -> float:
     """Reciprocal rank of the first relevant id in the top k (1/rank), 0.0 if none.
 
     Averaged over queries this is the mean reciprocal rank (MRR@k).
@@ -99,7 +103,7 @@ def mrr(ranked_ids: Iterable[Hashable], qrels: Mapping[Hashable, int], k: int | 
     return 0.0
 
 
-def hit_rate(ranked_ids: Iterable[Hashable], qrels: Mapping[Hashable, int], k: int | None = 10) -> float:
+def hit_rate(ranked_ids: Iterable[H], qrels: Mapping[H, int], k: int | None = 10) -> float:
     """1.0 if any relevant id is in the top k, else 0.0 (averaged: hit rate / success@k)."""
     rel = relevant(qrels)
     return 1.0 if any(doc_id in rel for doc_id in _cut(ranked_ids, k)) else 0.0

@@ -1,4 +1,5 @@
-"""`pgsift golden ...` and `pgsift eval ...`: golden sets, evaluation runs, history, sweeps.
+"""`pgsift golden ...`, `pgsift eval ...` and `pgsift calibrate`: golden sets, evaluation runs,
+history, knob sweeps and reranker thresholds.
 
     pgsift golden import COLLECTION --beir DIR [--split test] [--ingest] [--name NAME]
     pgsift golden import COLLECTION --jsonl FILE [--name NAME]
@@ -7,63 +8,37 @@
     pgsift eval history COLLECTION
     pgsift eval sweep COLLECTION --knob dense_weight --values 0,0.1,...,1 [--plot out.png]
     pgsift calibrate COLLECTION --reranker ALIAS [--golden-set NAME] [--top-k K] [--store] [--json]
-
-Registered into the main parser by pgsift.cli.build_parser (register()).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from . import calibration, evaluation, golden
-from .cli import _connect, _embedder, table
-from .client import Client
-from .errors import CollectionNotFound, InvalidArgument
+import psycopg
+
+from .. import calibration, evaluation, golden
+from ..client import Client
+from ..errors import CollectionNotFound, InvalidArgument
+from . import common
+from .common import Num, add_command, add_set_option, dump, num, parse_settings, progress_bar, rows_json, table
 
 EVAL_ACTIONS = ("run", "history", "sweep")
-
-
-class _Num(float):
-    """A number cell: right-aligned by cli.table, printed with a fixed format."""
-
-    def __new__(cls, value: float, fmt: str = ".4f"):
-        cell = super().__new__(cls, value)
-        cell.fmt = fmt
-        return cell
-
-    def __str__(self) -> str:
-        return format(float(self), self.fmt)
-
-
-def _num(value: Any, fmt: str = ".4f") -> _Num | None:
-    return None if value is None else _Num(value, fmt)
-
-
-def _dump(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, default=str))
-
-
-def _bar(total: int, desc: str, unit: str = "q"):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)
 
 
 # -- golden ------------------------------------------------------------------------
 
 def _ingest_beir(client: Client, collection: str, dataset: Path, model: str | None, language: str) -> None:
-    from . import bench
+    from .. import bench
 
     data = bench.load_beir(dataset, model)
     try:
         client.get_collection(collection)
     except CollectionNotFound:
         client.create_collection(collection, embedding_dims=data.dims, search_language=language)
-    with _bar(len(data), f"ingest {collection}", unit="doc") as bar:
+    with progress_bar(len(data), f"ingest {collection}", unit="doc") as bar:
         client.upsert_documents(collection, golden.beir_documents(dataset, model=model),
                                 progress=lambda _doc: bar.update(1))
 
@@ -95,15 +70,15 @@ def _print_unbound(report: golden.RebindReport, limit: int = 20) -> None:
         print(f"... and {len(unbound) - limit} more (--json lists them all)")
 
 
-def cmd_golden(args) -> int:
-    with _connect(args) as conn:
-        client = Client(conn, tenant=args.tenant)
+def cmd_golden(args: argparse.Namespace) -> int:
+    with common.connect(args) as conn:
+        client = common.client_for(conn, args)
         if args.golden_action == "import":
             return _golden_import(client, args)
         if args.golden_action == "list":
             sets = golden.list_golden_sets(client, args.collection)
             if args.json:
-                _dump([s.__dict__ for s in sets])
+                dump(rows_json(sets))
             else:
                 rows = [[s.name, s.judged_at, s.questions, s.unanswerable, s.positives, s.unbound,
                          s.questions - s.without_embedding, s.source or "",
@@ -124,12 +99,11 @@ def cmd_golden(args) -> int:
         if args.golden_action == "rebind":
             report = golden.rebind(client, args.collection, args.name)
             if args.json:
-                _dump({"golden_set": report.golden_set, "counts": report.counts,
-                       "unbound": [b.__dict__ for b in report.unbound]})
+                dump({"golden_set": report.golden_set, "counts": report.counts,
+                      "unbound": rows_json(report.unbound)})
             else:
-                counts = report.counts
                 print(f"golden set {report.golden_set}: "
-                      + ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items()))
+                      + ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in report.counts.items()))
                 _print_unbound(report)
             return 0 if not report.unbound else 1
         if args.golden_action == "delete":
@@ -141,7 +115,8 @@ def cmd_golden(args) -> int:
     return 2
 
 
-def _golden_import(client: Client, args) -> int:
+def _golden_import(client: Client, args: argparse.Namespace) -> int:
+    fallback: dict[str, str]
     if args.beir:
         dataset = Path(args.beir)
         if args.ingest:
@@ -161,10 +136,10 @@ def _golden_import(client: Client, args) -> int:
                                       source=source, description=description, replace=args.replace,
                                       fallback_text=fallback, skip_missing=bool(args.beir))
     if args.json:
-        _dump({"golden_set": report.golden_set.__dict__, "counts": report.rebind.counts,
-               "unbound": [b.__dict__ for b in report.rebind.unbound],
-               "skipped": [{"question": key, "source_uri": uri} for key, uri in report.skipped],
-               "skipped_questions": report.skipped_questions})
+        dump({"golden_set": rows_json([report.golden_set])[0], "counts": report.rebind.counts,
+              "unbound": rows_json(report.rebind.unbound),
+              "skipped": [{"question": key, "source_uri": uri} for key, uri in report.skipped],
+              "skipped_questions": report.skipped_questions})
     else:
         _print_import(report, args.collection)
     return 0
@@ -172,29 +147,10 @@ def _golden_import(client: Client, args) -> int:
 
 # -- eval --------------------------------------------------------------------------
 
-def parse_settings(items: list[str] | None) -> dict[str, Any]:
-    """--set knob=value (repeatable) as knob overrides. A value is read as JSON when it is
-    JSON (0.5, 40, true, null, {"handbook": 2}), else kept as text ("30 days"); the
-    database casts and range-checks it."""
-    knobs: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        name = name.strip().replace("-", "_")
-        if not sep or not name:
-            raise InvalidArgument(f"--set takes knob=value, got {item!r}")
-        if name not in evaluation.KNOBS:
-            raise InvalidArgument(f"--set: unknown knob {name!r} (known: {', '.join(evaluation.KNOBS)})")
-        try:
-            knobs[name] = json.loads(value)
-        except json.JSONDecodeError:
-            knobs[name] = value.strip()
-    return knobs
-
-
-def _metric_row(run: evaluation.EvalRun | evaluation.HistoryRow) -> list:
+def _metric_row(run: evaluation.EvalRun | evaluation.HistoryRow) -> list[Num | None]:
     m = run.metrics
-    return [_num(m.get(name)) for name in evaluation.METRICS] + [
-        _num(m.get("mean_tokens"), ".1f"), _num(m.get("mean_results"), ".1f")]
+    return [num(m.get(name)) for name in evaluation.METRICS] + [
+        num(m.get("mean_tokens"), ".1f"), num(m.get("mean_results"), ".1f")]
 
 
 def _metric_headers(k: int | None) -> list[str]:
@@ -202,11 +158,11 @@ def _metric_headers(k: int | None) -> list[str]:
     return [evaluation.METRIC_LABELS[name] + at for name in evaluation.METRICS] + ["tokens", "results"]
 
 
-def _delta(delta: dict | None, name: str) -> _Num | None:
-    return None if not delta or delta.get(name) is None else _Num(delta[name], "+.4f")
+def _delta(delta: dict[str, float] | None, name: str) -> Num | None:
+    return None if not delta or delta.get(name) is None else Num(delta[name], "+.4f")
 
 
-def _describe_set(client: Client, collection: str, run: evaluation.EvalRun) -> str:
+def _describe_set(collection: str, run: evaluation.EvalRun) -> str:
     qs = run.settings["questions"]
     return (f"collection {collection}, golden set {run.golden_set} ({run.settings['judged_at']}-level): "
             f"{qs['answerable']} answerable question(s), {qs['unanswerable']} without an answer; "
@@ -229,55 +185,57 @@ def _notes(runs: list[evaluation.EvalRun]) -> list[str]:
     return notes
 
 
-def _client_for(conn, args, collection: str, modes: list[str]) -> Client:
-    client = Client(conn, tenant=args.tenant)
-    gs = golden.get_golden_set(client, collection, args.golden)
-    needs_vectors = any(m in ("pipeline", "dense") for m in modes)
-    if needs_vectors and (args.reembed or gs.without_embedding):
-        client.embedder = _embedder(required="dense" in modes)
-    return client
+def _client_for(conn: psycopg.Connection[Any], args: argparse.Namespace, collection: str,
+                golden_set: str | None, reembed: bool, modes: list[str]) -> tuple[Client, golden.GoldenSet]:
+    """A client for the run and the golden set; with the local embedder only when some
+    question has no stored vector (or --reembed) and a mode needs vectors."""
+    client = common.client_for(conn, args)
+    gs = golden.get_golden_set(client, collection, golden_set)
+    if any(m in ("pipeline", "dense") for m in modes) and (reembed or gs.without_embedding):
+        client.embedder = common.load_embedder(required="dense" in modes)
+    return client, gs
 
 
-def _eval_run(conn, args, collection: str) -> int:
+def _eval_run(conn: psycopg.Connection[Any], args: argparse.Namespace, collection: str) -> int:
     knobs = parse_settings(args.set)
     modes = ["pipeline", *dict.fromkeys(args.baseline or [])]
-    client = _client_for(conn, args, collection, modes)
-    gs = golden.get_golden_set(client, collection, args.golden)
+    client, gs = _client_for(conn, args, collection, args.golden, args.reembed, modes)
+    client.knobs(collection, **knobs)    # the database refuses a bad knob before any run
     runs = []
-    with _bar(gs.questions * len(modes), f"eval {collection}") as bar:
+    with progress_bar(gs.questions * len(modes), f"eval {collection}") as bar:
         for mode in modes:
             mode_knobs = knobs if mode == "pipeline" else {k: v for k, v in knobs.items() if k != "hybrid"}
             runs.append(evaluation.evaluate(client, collection, golden_set=gs.name, top_k=args.top_k,
                                             knobs=mode_knobs, mode=mode, store=not args.no_store,
                                             reembed=args.reembed, progress=bar.update))
     if args.json:
-        _dump({"runs": [r.to_json(per_question=args.per_question) for r in runs]})
+        dump({"runs": [r.to_json(per_question=args.per_question) for r in runs]})
         return 0
-    print(_describe_set(client, collection, runs[0]))
+    print(_describe_set(collection, runs[0]))
     rows = [[r.run_id, r.label, *_metric_row(r), _delta(r.delta, "ndcg"), _delta(r.delta, "recall"),
              r.previous_run_id] for r in runs]
     print(table(rows, ["run", "label", *_metric_headers(args.top_k), f"ΔnDCG@{args.top_k}",
                        f"ΔR@{args.top_k}", "vs run"]))
     if knobs:
-        print("overrides: " + ", ".join(f"{k}={v}" for k, v in knobs.items()))
+        print("overrides: " + ", ".join(f"{k}={common.json_cell(v)}" for k, v in knobs.items()))
     for note in _notes(runs):
         print(note)
     return 0
 
 
-def _eval_history(conn, args, collection: str) -> int:
-    client = Client(conn, tenant=args.tenant)
+def _eval_history(conn: psycopg.Connection[Any], args: argparse.Namespace, collection: str) -> int:
+    client = common.client_for(conn, args)
     rows = evaluation.history(client, collection, golden_set=args.golden,
                               max_runs=None if args.all else args.limit)
     if args.json:
-        _dump([r.__dict__ for r in rows])
+        dump(rows_json(rows))
         return 0
     out = []
     for r in rows:
         knobs = r.settings.get("knobs") or {}
         out.append([r.run_id, r.created_at.strftime("%Y-%m-%d %H:%M"), r.set_name, r.label, r.k,
                     *_metric_row(r), _delta(r.delta, "ndcg"), _delta(r.delta, "recall"),
-                    r.previous_run_id, " ".join(f"{k}={v}" for k, v in knobs.items())])
+                    r.previous_run_id, " ".join(f"{k}={common.json_cell(v)}" for k, v in knobs.items())])
     print(table(out, ["run", "when", "golden set", "label", "k", *_metric_headers(None), "ΔnDCG", "ΔR",
                       "vs run", "overrides"]))
     if rows:
@@ -285,18 +243,17 @@ def _eval_history(conn, args, collection: str) -> int:
     return 0
 
 
-def _eval_sweep(conn, args, collection: str) -> int:
+def _eval_sweep(conn: psycopg.Connection[Any], args: argparse.Namespace, collection: str) -> int:
     if not args.knob or not args.values:
         raise InvalidArgument("eval sweep needs --knob and --values")
-    if args.knob not in evaluation.SWEEP_KNOBS:
-        raise InvalidArgument(f"cannot sweep {args.knob!r}: choose one of {', '.join(evaluation.SWEEP_KNOBS)}")
-    values = evaluation.parse_values(args.values, evaluation.SWEEP_KNOBS[args.knob])
     knobs = parse_settings(args.set)
     baselines = list(dict.fromkeys(args.baseline or []))
-    client = _client_for(conn, args, collection, ["pipeline", *baselines])
-    gs = golden.get_golden_set(client, collection, args.golden)
-    evaluation.check_values(client, args.knob, values)
-    with _bar(gs.questions * (len(values) + len(baselines)), f"sweep {args.knob}") as bar:
+    client, gs = _client_for(conn, args, collection, args.golden, args.reembed, ["pipeline", *baselines])
+    kind = evaluation.sweepable_knobs(client).get(args.knob, float)
+    # Checked by the database (the knob, each value's range) before any run.
+    values = evaluation.check_values(client, collection, args.knob, evaluation.parse_values(args.values, kind),
+                                     knobs)
+    with progress_bar(gs.questions * (len(values) + len(baselines)), f"sweep {args.knob}") as bar:
         result = evaluation.sweep(client, collection, args.knob, values, golden_set=gs.name,
                                   top_k=args.top_k, knobs=knobs, baselines=baselines, metric=args.metric,
                                   store=not args.no_store, reembed=args.reembed, progress=bar.update)
@@ -304,22 +261,23 @@ def _eval_sweep(conn, args, collection: str) -> int:
     evaluation.plot_sweep(result, plot)
     best_value, best_run = result.best
     if args.json:
-        _dump({**result.to_json(), "plot": str(plot)})
+        dump({**result.to_json(), "plot": str(plot)})
         return 0
-    print(_describe_set(client, collection, result.runs[0]))
+    print(_describe_set(collection, result.runs[0]))
     rows = [[args.knob + "=" + evaluation.format_value(v), *_metric_row(r), r.run_id,
-             "*" if v == best_value else ""] for v, r in zip(result.values, result.runs)]
+             "*" if v == best_value else ""] for v, r in zip(result.values, result.runs, strict=True)]
     rows += [[f"{r.mode} only", *_metric_row(r), r.run_id, ""] for r in result.baselines]
     print(table(rows, ["setting", *_metric_headers(args.top_k), "run", "best"]))
     label = evaluation.METRIC_LABELS[result.metric]
+    best = best_run.metrics[result.metric]
     print(f"best {args.knob} = {evaluation.format_value(best_value)} "
-          f"({label}@{args.top_k} {best_run.metrics[result.metric]:.4f}); plot: {plot}")
+          f"({label}@{args.top_k} {'-' if best is None else f'{best:.4f}'}); plot: {plot}")
     for note in _notes([result.runs[0], *result.baselines]):
         print(note)
     return 0
 
 
-def cmd_eval(args) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     if args.action in EVAL_ACTIONS:
         if not args.collection:
             raise InvalidArgument(f"eval {args.action} needs a collection")
@@ -331,7 +289,7 @@ def cmd_eval(args) -> int:
         action, collection = "run", args.action
     if action != "sweep" and (args.knob or args.values or args.plot):
         raise InvalidArgument("--knob, --values and --plot go with `pgsift eval sweep`")
-    with _connect(args) as conn:
+    with common.connect(args) as conn:
         if action == "history":
             return _eval_history(conn, args, collection)
         if action == "sweep":
@@ -341,30 +299,16 @@ def cmd_eval(args) -> int:
 
 # -- calibrate ----------------------------------------------------------------------
 
-def cmd_calibrate(args) -> int:
-    with _connect(args) as conn:
-        client = _client_for(conn, argparse.Namespace(golden=args.golden_set, reembed=False, tenant=args.tenant),
-                             args.collection, ["pipeline"])
-        gs = golden.get_golden_set(client, args.collection, args.golden_set)
-        calibration.reranker_config(client, args.collection, args.reranker)   # refused before any call
-        with _bar(gs.questions, f"calibrate {args.collection}") as bar:
-            result = calibration.calibrate(client, args.collection, args.reranker, golden_set=gs.name,
-                                           top_k=args.top_k, progress=bar.update)
-        if args.store and result.value is not None:
-            calibration.store_threshold(client, args.collection, args.reranker, result.value)
-            result.stored = True
-    if args.json:
-        _dump(result.to_json(per_question=args.per_question))
-        return 0 if result.value is not None else 1
+def _print_calibration(result: calibration.Calibration) -> None:
     c = result.counts
     print(f"collection {result.collection}, golden set {result.golden_set}, reranker {result.reranker}, "
           f"k = {result.k}: {c['unanswerable']} question(s) without an answer, {c['answerable']} answerable "
           f"({c['working_today']} working today)")
-    if result.value is None:
+    if result.value is None or result.band is None:
         print("nothing to calibrate: no question was scored")
     else:
-        rows = [[_num(result.band[0]), _num(result.band[1]), _num(result.value), _num(result.objective),
-                 _num(result.declined_share), _num(result.pushed_below_share),
+        rows = [[num(result.band[0]), num(result.band[1]), num(result.value), num(result.objective),
+                 num(result.declined_share), num(result.pushed_below_share),
                  f"{c['declined']}/{c['scored_unanswerable']}", f"{c['pushed_below']}/{c['scored_working']}",
                  c["failed"]]]
         print(table(rows, ["band low", "band high", "value", "objective", "declined", "pushed below",
@@ -377,23 +321,39 @@ def cmd_calibrate(args) -> int:
               "(never guessed):")
         for key, reason in result.failures[:20]:
             print(f"  {key}: {reason}")
-    if result.stored:
+    if result.stored and result.value is not None:
         print(f"stored: score_threshold {result.value:.4f} of {result.collection}, calibrated for reranker "
               f"{result.reranker} (applied only to pools that reranker scores)")
     elif result.value is not None:
         print("not stored (--store to store it against the reranker)")
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    with common.connect(args) as conn:
+        client, gs = _client_for(conn, args, args.collection, args.golden_set, False, ["pipeline"])
+        calibration.reranker_config(client, args.collection, args.reranker)   # refused before any call
+        with progress_bar(gs.questions, f"calibrate {args.collection}") as bar:
+            result = calibration.calibrate(client, args.collection, args.reranker, golden_set=gs.name,
+                                           top_k=args.top_k, progress=bar.update)
+        if args.store and result.value is not None:
+            calibration.store_threshold(client, args.collection, args.reranker, result.value)
+            result.stored = True
+    if args.json:
+        dump(result.to_json(per_question=args.per_question))
+    else:
+        _print_calibration(result)
     return 0 if result.value is not None else 1
 
 
 # -- parser -------------------------------------------------------------------------
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add `golden` and `eval` to pgsift's subcommands."""
-    p = sub.add_parser("golden", help="golden sets: labelled questions to evaluate a collection with")
-    gsub = p.add_subparsers(dest="golden_action", required=True)
+def register(sub: Any) -> None:
+    """Add `golden`, `eval` and `calibrate` to pgsift's subcommands."""
+    p = add_command(sub, "golden", "golden sets: labelled questions to evaluate a collection with")
+    gsub = p.add_subparsers(dest="golden_action", required=True, metavar="ACTION")
 
-    g = gsub.add_parser("import", help="import a golden set from a BEIR folder or a JSONL file")
-    g.add_argument("collection")
+    g = add_command(gsub, "import", "import a golden set from a BEIR folder or a JSONL file")
+    g.add_argument("collection", help="the collection the questions are about")
     src = g.add_mutually_exclusive_group(required=True)
     src.add_argument("--beir", metavar="DIR", help="BEIR layout: corpus.jsonl, queries.jsonl, qrels/")
     src.add_argument("--jsonl", metavar="FILE", help="one question per line (see docs/evaluation.md)")
@@ -406,45 +366,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--language", default="english", help="with --ingest, for a new collection")
     g.add_argument("--judged-at", choices=golden.JUDGED_AT,
                    help="score chunks or whole documents (default: document for BEIR, chunk for JSONL)")
-    g.add_argument("--description")
+    g.add_argument("--description", help="what the set is about (default: the JSONL header's)")
     g.add_argument("--replace", action="store_true", help="replace a set of that name (history stays)")
-    g.add_argument("--json", action="store_true")
+    g.add_argument("--json", action="store_true", help="print the report as JSON")
 
     for action, text in (("list", "golden sets of a collection"),
                          ("export", "write a golden set as JSONL"),
                          ("rebind", "after re-chunking: bind each positive to the chunk that now holds "
                                     "its text (exit 1 if some could not be bound)"),
                          ("delete", "delete a golden set (its run history stays)")):
-        g = gsub.add_parser(action, help=text)
-        g.add_argument("collection")
+        g = add_command(gsub, action, text)
+        g.add_argument("collection", help="the collection the set belongs to")
         if action != "list":
             g.add_argument("--name", help="golden set (default: the collection's only one)")
         if action == "export":
             g.add_argument("--out", help="file to write (default: stdout)")
             g.add_argument("--with-embeddings", action="store_true", help="include stored query vectors")
         if action in ("list", "rebind"):
-            g.add_argument("--json", action="store_true")
+            g.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_golden)
 
-    p = sub.add_parser("eval", help="evaluate search on a golden set; history; knob sweeps",
-                       description="pgsift eval COLLECTION | eval history COLLECTION | "
-                                   "eval sweep COLLECTION --knob K --values V",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", metavar="COLLECTION|run|history|sweep")
+    p = add_command(sub, "eval", "evaluate search on a golden set; history; knob sweeps",
+                    description="pgsift eval COLLECTION | eval history COLLECTION | "
+                                "eval sweep COLLECTION --knob K --values V",
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("action", metavar="COLLECTION|run|history|sweep",
+                   help="a collection to evaluate, or run, history or sweep followed by one")
     p.add_argument("collection", nargs="?", help="the collection, after run, history or sweep")
     p.add_argument("--golden", help="golden set (default: the collection's only one)")
     p.add_argument("--top-k", type=int, default=10, help="k of every metric (default 10)")
-    p.add_argument("--set", action="append", metavar="KNOB=VALUE",
-                   help="override a knob for this evaluation (repeatable): "
-                        + ", ".join(evaluation.KNOBS))
+    add_set_option(p, "for this evaluation")
     p.add_argument("--baseline", action="append", choices=["dense", "lexical"],
                    help="also run this leg alone beside the pipeline (repeatable)")
     p.add_argument("--reembed", action="store_true",
                    help="embed the questions with the local embedder even when vectors are stored")
     p.add_argument("--no-store", action="store_true", help="do not record the run(s) in the history")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the run(s) as JSON")
     p.add_argument("--per-question", action="store_true", help="with --json: each question's result")
-    p.add_argument("--knob", help="sweep: the knob (" + ", ".join(evaluation.SWEEP_KNOBS) + ")")
+    p.add_argument("--knob", help="sweep: the knob, a number a call can set (see `pgsift knobs`)")
     p.add_argument("--values", help="sweep: 0,0.1,...,1 (a series), 20,40,80, or start:stop:step")
     p.add_argument("--metric", default="ndcg", choices=evaluation.METRICS,
                    help="sweep: the metric that picks the best value (default ndcg)")
@@ -453,14 +412,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="history: every run")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("calibrate", help="propose a score threshold for a reranker from a golden set")
-    p.add_argument("collection")
+    p = add_command(sub, "calibrate", "propose a score threshold for a reranker from a golden set")
+    p.add_argument("collection", help="the collection to calibrate")
     p.add_argument("--reranker", required=True, metavar="ALIAS", help="a reranker of this tenant")
     p.add_argument("--golden-set", help="golden set (default: the collection's only one)")
     p.add_argument("--top-k", type=int, default=10,
                    help="a question works today when a relevant hit is within top k (default 10)")
     p.add_argument("--store", action="store_true",
                    help="store the value as the collection's threshold, against this reranker")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--per-question", action="store_true", help="with --json: each question's scores")
     p.set_defaults(func=cmd_calibrate)

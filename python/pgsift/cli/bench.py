@@ -1,0 +1,95 @@
+"""`pgsift bench quality|scale|finalize|fusion`: the benchmarks, each on a migrated database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..migrate import migrate
+from . import common
+from .common import add_command
+
+
+def cmd_bench_quality(args: argparse.Namespace) -> int:
+    from .. import bench
+
+    with common.connect(args) as conn:
+        migrate(conn)
+        result = bench.run_quality(conn, Path(args.dataset), model=args.model, collection=args.collection,
+                                   max_queries=args.max_queries)
+    print(json.dumps(result, indent=2) if args.json else bench.format_table(result))
+    return 0
+
+
+def cmd_bench_scale(args: argparse.Namespace) -> int:
+    from .. import bench_scale
+
+    with common.connect(args) as conn:
+        migrate(conn)
+        result = bench_scale.run_scale(conn, args.chunks, queries=args.queries, reuse=args.reuse,
+                                       exact_check=args.exact_check, ingest_docs=args.ingest_docs,
+                                       baseline_queries=args.baseline_queries)
+    print(json.dumps(result, indent=2) if args.json else bench_scale.format_table(result))
+    return 0
+
+
+def cmd_bench_finalize(args: argparse.Namespace) -> int:
+    from .. import bench_finalize
+
+    with common.connect(args) as conn:
+        migrate(conn)
+        result = bench_finalize.run_finalize(conn, repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else bench_finalize.format_table(result))
+    return 0
+
+
+def cmd_bench_fusion(args: argparse.Namespace) -> int:
+    from .. import bench_fusion
+
+    with common.connect(args) as conn:
+        migrate(conn)
+        result = bench_fusion.run_fusion(conn, Path(args.dataset), split=args.split, model=args.model)
+    print(json.dumps(result, indent=2) if args.json else bench_fusion.format_table(result))
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `bench` and its four benchmarks to pgsift's subcommands."""
+    p = add_command(sub, "bench", "benchmarks")
+    bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
+    json_help = "print the result as JSON"
+
+    q = add_command(bench_sub, "quality", "nDCG@10 / recall@100 / latency on a BEIR-layout dataset")
+    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
+    q.add_argument("--collection", default="bench", help="collection to load it into (default bench)")
+    q.add_argument("--max-queries", type=int, help="run at most this many queries")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_quality)
+
+    q = add_command(bench_sub, "scale", "lexical/dense/hybrid latency on a generated corpus of N chunks")
+    q.add_argument("--chunks", type=int, default=100_000, help="corpus size in chunks (default 100000)")
+    q.add_argument("--queries", type=int, default=100, help="queries per query mix (default 100)")
+    q.add_argument("--reuse", action="store_true", help="keep a loaded corpus of this size")
+    q.add_argument("--exact-check", type=int, default=20,
+                   help="queries per mix compared with exhaustive BM25 (default 20)")
+    q.add_argument("--ingest-docs", type=int, default=50,
+                   help="documents written through the client afterwards, for its throughput (default 50)")
+    q.add_argument("--baseline-queries", type=int, default=10**9,
+                   help="cap on queries per mix for the ts_rank_cd leg (seconds each at 1M chunks)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_scale)
+
+    q = add_command(bench_sub, "finalize", "latency of the finalize stage at pools of 50 and 200")
+    q.add_argument("--repeats", type=int, default=50, help="timed calls per case (default 50)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_finalize)
+
+    q = add_command(bench_sub, "fusion", "sweep dense_weight, rrf_k and fetch_k on a BEIR split")
+    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q.add_argument("--split", default="train", help="qrels split to tune on (default train)")
+    q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_fusion)

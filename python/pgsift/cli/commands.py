@@ -1,0 +1,283 @@
+"""`pgsift db|migrate|install-sql|collection|knobs|ingest|search|explain|demo`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from .. import embedded, ingest
+from ..client import Client
+from ..errors import CollectionNotFound, InvalidArgument
+from ..migrate import install_script, migrate
+from ..models import Embedder
+from . import common
+from .common import add_command, add_set_option, dump, json_cell, parse_filter, parse_settings, snippet, table
+
+DEMO_COLLECTION = "pgsift-docs"
+DEMO_QUESTIONS = (
+    "How are dense and lexical results fused into one ranking?",
+    "Can I install pgsift on a managed Postgres without C extensions?",
+)
+
+
+# -- server and install ----------------------------------------------------------------
+
+def cmd_db(args: argparse.Namespace) -> int:
+    if args.action == "start":
+        print(embedded.start())
+    elif args.action == "stop":
+        print("stopped" if embedded.stop() else "not running")
+    elif args.action == "status":
+        for key, value in embedded.status().items():
+            print(f"{key}: {value}")
+    elif args.action == "url":
+        url = embedded.status()["url"]
+        if not url:
+            print("error: the embedded server is not running (pgsift db start)", file=sys.stderr)
+            return 1
+        print(url)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    with common.connect(args) as conn:
+        applied = migrate(conn)
+    print(f"migrations applied: {', '.join(applied) if applied else 'none (up to date)'}; functions re-applied")
+    return 0
+
+
+def cmd_install_sql(args: argparse.Namespace) -> int:
+    sys.stdout.write(install_script())
+    return 0
+
+
+# -- collections and knobs ---------------------------------------------------------------
+
+def cmd_collection(args: argparse.Namespace) -> int:
+    if args.action != "list" and not args.name:
+        raise InvalidArgument(f"collection {args.action} needs a name")
+    knobs = parse_settings(args.set)
+    if knobs and args.action not in ("create", "alter"):
+        raise InvalidArgument("--set goes with collection create or alter")
+    with common.connect(args) as conn:
+        client = common.client_for(conn, args)
+        if args.action == "list":
+            cols = client.list_collections()
+            if args.json:
+                dump(common.rows_json(cols))
+                return 0
+            rows = [[c.name, c.search_language, c.embedding_dims, c.distance, c.reranker or "",
+                     " ".join(f"{k}={json_cell(v)}" for k, v in sorted(c.knobs.items()))] for c in cols]
+            print(table(rows, ["name", "language", "dims", "distance", "reranker", "knobs set"]))
+        elif args.action == "create":
+            col = client.create_collection(args.name, embedding_dims=args.dims, search_language=args.language,
+                                           distance=args.distance, description=args.description, **knobs)
+            print(f"created {col.name} ({col.embedding_dims} dims, {col.search_language})")
+        elif args.action == "alter":
+            if not knobs and not args.reset:
+                raise InvalidArgument("collection alter needs --set or --reset")
+            col = client.alter_collection(args.name, reset=args.reset, **knobs)
+            print(f"altered {col.name}: " + (" ".join(f"{k}={json_cell(v)}" for k, v in sorted(col.knobs.items()))
+                                             or "every knob at its default"))
+        elif args.action == "drop":
+            client.drop_collection(args.name)
+            print(f"dropped {args.name}")
+    return 0
+
+
+def cmd_knobs(args: argparse.Namespace) -> int:
+    knobs = parse_settings(args.set)
+    if knobs and not args.collection:
+        raise InvalidArgument("--set shows the values in force for a collection: name one")
+    with common.connect(args) as conn:
+        rows = common.client_for(conn, args).knobs(args.collection, **knobs)
+    if args.json:
+        dump(common.rows_json(rows))
+        return 0
+    with_values = args.collection is not None
+    out = []
+    for k in rows:
+        row: list[Any] = [k.name, k.type, json_cell(k.default_value), k.allowed,
+                          json_cell(k.off_value) if k.can_be_off else "-", k.scope, k.stage]
+        if with_values:
+            row += [json_cell(k.value), k.source]
+        out.append([*row, k.meaning])
+    headers = ["name", "type", "default", "allowed", "off", "scope", "stage"]
+    if with_values:
+        headers += ["value", "source"]
+    print(table(out, [*headers, "meaning"]))
+    return 0
+
+
+# -- documents -------------------------------------------------------------------------
+
+def ingest_path(client: Client, collection: str, path: Path, embedder: Embedder | None, max_words: int) -> int:
+    """Write a folder of .md/.txt files (or a JSONL of chunks) into the collection; the chunk count."""
+    docs = ingest.documents_from_path(path, embedder, max_words=max_words)
+    with common.progress_bar(len(docs), f"ingest {collection}", unit="doc") as bar:
+        client.upsert_documents(collection, docs, progress=lambda _doc: bar.update(1))
+    return sum(len(d.chunks) for d in docs)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    embedder = common.load_embedder(required=not str(args.path).endswith(".jsonl"))
+    with common.connect(args) as conn:
+        client = common.client_for(conn, args)
+        try:
+            client.get_collection(args.collection)
+        except CollectionNotFound:
+            if not args.create:
+                raise
+            dims = embedder.dims if embedder else args.dims
+            client.create_collection(args.collection, embedding_dims=dims, search_language=args.language)
+        n = ingest_path(client, args.collection, Path(args.path), embedder, args.max_words)
+    print(f"ingested {n} chunks into {args.collection}")
+    return 0
+
+
+# -- search and explain ----------------------------------------------------------------
+
+def _query(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments search and explain share, knobs included (checked by the database)."""
+    return {"top_k": args.top_k, "filter": parse_filter(args.filter), **parse_settings(args.set)}
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    query = _query(args)
+    embedder = None if args.no_embed else common.load_embedder()
+    with common.connect(args) as conn:
+        result = common.client_for(conn, args, embedder).search(args.collection, args.query, **query)
+    if args.json:
+        dump(common.rows_json(result))
+    else:
+        common.print_hits(result)
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    query = _query(args)
+    embedder = None if args.no_embed else common.load_embedder()
+    with common.connect(args) as conn:
+        pool = common.client_for(conn, args, embedder).explain(args.collection, args.query,
+                                                               chunk_ids=args.chunk_id, **query)
+    if args.json:
+        dump(common.rows_json(pool))
+        return 0
+    rows = [[c.fused_rank, c.chunk_id, c.found_by, c.dense_rank,
+             None if c.dense_distance is None else round(c.dense_distance, 4), c.lexical_rank,
+             None if c.lexical_score is None else round(c.lexical_score, 4),
+             None if c.score is None else round(c.score, 5), c.final_rank, "yes" if c.kept else "no",
+             snippet(c.title or c.source_uri, 28), c.reason] for c in pool]
+    print(table(rows, ["fused", "chunk", "leg", "dense", "distance", "lexical", "lex score", "score",
+                       "final", "kept", "title", "reason"]))
+    if pool:
+        print(f"legs run: {', '.join(pool[0].legs) or '-'}; lexical query: {pool[0].lexical_query or '(none)'}")
+        if pool[0].threshold_skipped:
+            print(f"score threshold not applied: {pool[0].threshold_skipped}")
+    return 0
+
+
+# -- demo -----------------------------------------------------------------------------
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    root = Path(args.docs_root).resolve()
+    sources = [p for p in (root / "README.md", root / "docs") if p.exists()]
+    t0 = time.perf_counter()
+    dsn = embedded.resolve_dsn(args.dsn)
+    where = "--dsn / DATABASE_URL" if (args.dsn or os.environ.get("DATABASE_URL")) else "embedded PostgreSQL"
+    print(f"database: {where} ({dsn})")
+    embedder = common.load_embedder(required=True)
+    assert embedder is not None
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        applied = migrate(conn)
+        print(f"migrated (applied now: {', '.join(applied) or 'none'})")
+        client = common.client_for(conn, args, embedder)
+        with contextlib.suppress(CollectionNotFound):
+            client.drop_collection(DEMO_COLLECTION)
+        client.create_collection(DEMO_COLLECTION, embedding_dims=embedder.dims,
+                                 description="pgsift's own README and docs")
+        chunks = 0
+        for source in sources:
+            chunks += ingest_path(client, DEMO_COLLECTION, source, embedder, 180)
+        print(f"ingested {chunks} chunks from {', '.join(str(s.relative_to(root)) for s in sources)} "
+              f"in {time.perf_counter() - t0:.1f}s\n")
+        for question in DEMO_QUESTIONS:
+            print(f"Q: {question}")
+            common.print_hits(client.search(DEMO_COLLECTION, question, top_k=args.top_k))
+            print()
+    print("Same search from psql:\n  select rank, found_by, dense_rank, lexical_rank, title, left(content, 60)\n"
+          f"  from sift.search(collection => '{DEMO_COLLECTION}', query_text => 'fusion', match_count => 5);")
+    return 0
+
+
+# -- parser -----------------------------------------------------------------------------
+
+def _add_query(p: argparse.ArgumentParser) -> None:
+    p.add_argument("collection", help="the collection to search")
+    p.add_argument("query", help="the question, as a user would type it")
+    p.add_argument("--top-k", type=int, default=10, help="results to return (default 10)")
+    p.add_argument("--filter", help='metadata containment, JSON: \'{"lang": "en"}\'')
+    p.add_argument("--no-embed", action="store_true", help="skip the embedder: the lexical leg only")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    add_set_option(p, "for this call")
+
+
+def register(sub: Any) -> None:
+    """Add these commands to pgsift's subcommands."""
+    p = add_command(sub, "db", "the embedded PostgreSQL server")
+    p.add_argument("action", choices=["start", "stop", "status", "url"], help="what to do with it")
+    p.set_defaults(func=cmd_db)
+
+    add_command(sub, "migrate", "install or upgrade pgsift in the database").set_defaults(func=cmd_migrate)
+    add_command(sub, "install-sql", "print the install script for psql -f").set_defaults(func=cmd_install_sql)
+
+    p = add_command(sub, "collection", "create, list, alter or drop collections")
+    p.add_argument("action", choices=["create", "list", "alter", "drop"], help="what to do")
+    p.add_argument("name", nargs="?", help="the collection (create, alter, drop)")
+    p.add_argument("--dims", type=int, default=384, help="create: embedding dimensions (default 384)")
+    p.add_argument("--language", help="create: text search configuration (default: the database's, english)")
+    p.add_argument("--distance", choices=["cosine", "l2", "inner_product"],
+                   help="create: vector distance (default cosine)")
+    p.add_argument("--description", help="create: what the collection holds")
+    p.add_argument("--reset", action="append", metavar="KNOB",
+                   help="alter: put a knob back to its default (repeatable)")
+    p.add_argument("--json", action="store_true", help="list: print the collections as JSON")
+    add_set_option(p, "stored with the collection (create, alter)")
+    p.set_defaults(func=cmd_collection)
+
+    p = add_command(sub, "knobs", "every knob: type, default, allowed values, scope; with a collection, "
+                                  "the value in force and where it comes from")
+    p.add_argument("collection", nargs="?", help="show this collection's values in force")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    add_set_option(p, "as a call would set it (with a collection)")
+    p.set_defaults(func=cmd_knobs)
+
+    p = add_command(sub, "ingest", "ingest a folder of .md/.txt files or a JSONL of chunks")
+    p.add_argument("collection", help="the collection to write into")
+    p.add_argument("path", help="a folder or file of .md/.txt, or a .jsonl of chunks")
+    p.add_argument("--create", action="store_true", help="create the collection if it does not exist")
+    p.add_argument("--language", default="english", help="with --create: text search configuration")
+    p.add_argument("--dims", type=int, default=384, help="with --create and a JSONL carrying embeddings")
+    p.add_argument("--max-words", type=int, default=180, help="words per chunk at most (default 180)")
+    p.set_defaults(func=cmd_ingest)
+
+    p = add_command(sub, "search", "hybrid search, as a table")
+    _add_query(p)
+    p.set_defaults(func=cmd_search)
+
+    p = add_command(sub, "explain", "the whole candidate pool and why each made the cut")
+    _add_query(p)
+    p.add_argument("--chunk-id", type=int, action="append", help="also explain this chunk (repeatable)")
+    p.set_defaults(func=cmd_explain)
+
+    p = add_command(sub, "demo", "ingest pgsift's own docs and answer two questions")
+    p.add_argument("--docs-root", default=".", help="folder holding README.md and docs/ (default .)")
+    p.add_argument("--top-k", type=int, default=5, help="results per question (default 5)")
+    p.set_defaults(func=cmd_demo)

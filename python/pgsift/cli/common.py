@@ -1,0 +1,187 @@
+"""What every command shares: where the database is, the options every command takes,
+`--set knob=value`, and printing (tables, hits, JSON, progress).
+
+Nothing here imports another CLI module, so the command modules import this one and
+never each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
+
+import psycopg
+
+from .. import embedded
+from ..client import Client
+from ..errors import EmbedderUnavailable, InvalidArgument
+from ..models import Embedder, SearchResult
+
+# -- options every command takes ----------------------------------------------------
+
+def connection_options(default: Any) -> argparse.ArgumentParser:
+    """--dsn and --tenant as a parent parser. The top-level parser holds the real defaults
+    (None); every subcommand repeats them with argparse.SUPPRESS, so either place works
+    (`pgsift --dsn URL migrate` and `pgsift migrate --dsn URL`) and a subcommand that was
+    not given one never overwrites the value given before it."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--dsn", default=default, metavar="URL",
+                        help="PostgreSQL URL (default: DATABASE_URL, else the embedded server)")
+    parent.add_argument("--tenant", default=default,
+                        help="tenant to act for (the role must be a gateway or the operator); default: "
+                             "the session's (a role mapped to a tenant; the operator acts as \"default\")")
+    return parent
+
+
+SUBCOMMAND_OPTIONS = connection_options(argparse.SUPPRESS)
+
+
+def add_command(sub: Any, name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand that also takes --dsn and --tenant."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=kwargs.pop("description", help),
+                                                     parents=[SUBCOMMAND_OPTIONS], **kwargs)
+    return parser
+
+
+def connect(args: argparse.Namespace) -> psycopg.Connection[Any]:
+    """An autocommit connection to --dsn, DATABASE_URL or the embedded server."""
+    return psycopg.connect(embedded.resolve_dsn(getattr(args, "dsn", None)), autocommit=True)
+
+
+def client_for(conn: psycopg.Connection[Any], args: argparse.Namespace, embedder: Embedder | None = None) -> Client:
+    return Client(conn, tenant=getattr(args, "tenant", None), embedder=embedder)
+
+
+def load_embedder(required: bool = False) -> Embedder | None:
+    """The local embedder; without it (not installed) None and a note, or the error when required."""
+    from ..embed import LocalEmbedder
+
+    try:
+        return LocalEmbedder()
+    except EmbedderUnavailable:
+        if required:
+            raise
+        print("note: no local embedder (pip install 'pgsift[embed]'): searching lexically only",
+              file=sys.stderr)
+        return None
+
+
+# -- knobs and filters ----------------------------------------------------------------
+
+def add_set_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--set", action="append", metavar="KNOB=VALUE", default=None,
+                        help=f"a knob {what} (repeatable; `pgsift knobs` lists them): the value is read as "
+                             "JSON when it is JSON (0.5, 40, true, {\"handbook\": 2}), else as text "
+                             "(30 days); null switches a knob off")
+
+
+def parse_settings(items: Sequence[str] | None) -> dict[str, Any]:
+    """--set knob=value (repeatable) as knobs. A value is read as JSON when it is JSON (0.5, 40,
+    true, null, {"handbook": 2}), else kept as text ("30 days"); the database checks the
+    names, casts the values and range-checks them."""
+    knobs: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise InvalidArgument(f"--set takes knob=value, got {item!r}")
+        try:
+            knobs[name] = json.loads(value)
+        except json.JSONDecodeError:
+            knobs[name] = value.strip()
+    return knobs
+
+
+def parse_filter(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(f"--filter is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InvalidArgument("--filter must be a JSON object, e.g. '{\"lang\": \"en\"}'")
+    return value
+
+
+def json_cell(value: Any) -> str:
+    """A knob value as one would write it after --set."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+# -- output ----------------------------------------------------------------------------
+
+class Num(float):
+    """A number cell: right-aligned by table(), printed with a fixed format."""
+
+    fmt: str
+
+    def __new__(cls, value: float, fmt: str = ".4f") -> Num:
+        cell = super().__new__(cls, value)
+        cell.fmt = fmt
+        return cell
+
+    def __str__(self) -> str:
+        return format(float(self), self.fmt)
+
+
+def num(value: Any, fmt: str = ".4f") -> Num | None:
+    return None if value is None else Num(value, fmt)
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """Aligned plain-text table (numbers right-aligned)."""
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    numeric = [all((isinstance(r[i], (int, float)) and not isinstance(r[i], bool)) or r[i] is None for r in rows)
+               if rows else False for i in range(len(headers))]
+
+    def line(values: Iterable[str]) -> str:
+        return "  ".join(v.rjust(w) if n else v.ljust(w)
+                         for v, w, n in zip(values, widths, numeric, strict=False)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def snippet(text: str, width: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def print_hits(result: SearchResult, out: IO[str] | None = None) -> None:
+    out = out or sys.stdout   # looked up at call time, so redirection and capture work
+    rows = [[h.rank, round(h.score, 5), h.found_by, h.dense_rank, h.lexical_rank,
+             snippet(h.title or h.source_uri, 30), snippet(h.content)] for h in result]
+    print(table(rows, ["rank", "score", "leg", "dense", "lexical", "title", "text"]), file=out)
+    print(f"legs run: {', '.join(result.legs) or '-'}; lexical query: {result.lexical_query or '(none)'}",
+          file=out)
+    outcome = result.rerank
+    if outcome is not None:
+        state = "applied" if result.reranked else f"not applied ({outcome.fault or outcome.skip}: {outcome.reason})"
+        print(f"rerank: {outcome.alias or '-'} {state}", file=out)
+    if result.threshold_skipped:
+        print(f"score threshold not applied: {result.threshold_skipped}", file=out)
+
+
+def dump(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def rows_json(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    return [dataclasses.asdict(r) for r in rows]
+
+
+def progress_bar(total: int, desc: str, unit: str = "q") -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)
