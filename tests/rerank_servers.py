@@ -15,7 +15,9 @@ service uses, so the real client libraries run against it unchanged:
 `fault` injects one failure into every answer (or only the first `fail_first`): "slow"
 (waits `delay` seconds first), "429", "500", "503", "400", "malformed" (invalid JSON),
 "out_of_range", "negative_index", "duplicate", "nan", "missing_score", "partial" (ranks
-half the documents), "empty". Every request is recorded (path, headers, JSON body).
+half the documents), "empty". `retry_after` (seconds) goes out as a Retry-After header
+with every 429 and 5xx. Every request is recorded (path, headers, JSON body), so a test
+can assert that none was made.
 
 Bounded: it binds 127.0.0.1 only, answers at most `max_requests` requests, stops itself
 after `lifetime` seconds, and `stop()` (or leaving the `with` block) releases any handler
@@ -69,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # quiet
         pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -91,7 +93,8 @@ class _Handler(BaseHTTPRequestHandler):
             message = {"429": "rate limited", "500": "internal error", "503": "overloaded",
                        "400": "bad request: documents too long"}[fault]
             key = "message" if kind == "cohere" else "detail" if kind == "voyage" else "error"
-            return self._send(int(fault), {key: message})
+            wait = {"retry-after": f"{srv.retry_after:g}"} if srv.retry_after is not None and fault != "400" else None
+            return self._send(int(fault), {key: message}, wait)
         if fault == "malformed":
             return self._send_raw(200, b'{"data": [{"index": 0, "relevance_score": 0.5')
         query = body.get("query", "")
@@ -160,7 +163,7 @@ class RerankServer:
     """A loopback rerank endpoint; `with RerankServer(...) as s:` or start()/stop()."""
 
     def __init__(self, *, fault: str | None = None, fail_first: int | None = None,
-                 delay: float = 5.0, scorer: Scorer = reverse_scorer,
+                 delay: float = 5.0, scorer: Scorer = reverse_scorer, retry_after: float | None = None,
                  max_requests: int = 200, lifetime: float = 60.0):
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}")
@@ -168,6 +171,7 @@ class RerankServer:
         self.fail_first = fail_first
         self.delay = delay
         self.scorer = scorer
+        self.retry_after = retry_after
         self.max_requests = max_requests
         self.lifetime = lifetime
         self.requests: list[Request] = []

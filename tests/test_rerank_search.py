@@ -1,27 +1,58 @@
-"""Client.search with a reranker: the whole path against a loopback Voyage endpoint.
+"""Client.search with a reranker: the whole path against loopback endpoints.
 
 SQL builds the pool, the provider scores it (one request), SQL finalizes with those
-scores; every fault falls back to the fused ranking without shrinking the result.
+scores; every fault falls back to the fused ranking without shrinking the result, and
+the trust rules (tenant-mapped secrets, operator-allowed endpoints, the deadline from
+the call on, metering on a read-only connection) hold through the public API.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+
 import numpy as np
 import psycopg
+import psycopg_pool
 import pytest
-
-from pgsift import Chunk, Client, Document, rerank
 from conftest import unit
+from pgsift import AsyncClient, Chunk, Client, Document, RerankerNotAllowed, queries, rerankers
+from pgsift.compat import GRACE_S
+from pgsift.rerankers import registry
 from rerank_servers import RerankServer, keyword_scorer
 
 DIMS = 8
 TENANT = "acme"
+KEY = "test-key-acme"
+QUERY = "refund policy"
+# What a loaded two-core machine adds to a wall-clock bound (thread wake-ups, the database
+# round trips around the rerank); the engine's own allowance is compat.GRACE_S.
+SLACK_S = 0.25
+# A whole search adds its SQL statements around the rerank; on a busy machine they may take
+# a while. The rerank's own bound is checked on latency_ms (the engine's clock).
+SEARCH_SLACK_S = 1.0
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch):
+    # Nothing here may go through a proxy: every server is on 127.0.0.1.
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("PGSIFT_TEST_ACME_VOYAGE", KEY)
+    rerankers.clear_reranker_cache()
+    yield
+    rerankers.clear_reranker_cache()
 
 
 @pytest.fixture
-def kb(db, monkeypatch):
-    monkeypatch.setenv("PGSIFT_TEST_VOYAGE_KEY", "test-key")
-    rerank.clear_reranker_cache()
+def kb(db):
+    """Tenant acme's collection of 30 documents (3 chunks each; d7's carry "golden"), the
+    operator having mapped acme's "voyage" key and allowed loopback endpoints."""
+    db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
+    db.execute("select sift.map_secret(tenant => 'acme', secret_ref => 'voyage', "
+               "source => 'env:PGSIFT_TEST_ACME_VOYAGE')")
     client = Client(db, tenant=TENANT)
     client.create_collection("kb", embedding_dims=DIMS)
     rng = np.random.default_rng(4)
@@ -33,81 +64,317 @@ def kb(db, monkeypatch):
     return client
 
 
-def use_server(db, server: RerankServer, *, top_n: int = 50, alias: str = "voy", tenant: str = TENANT) -> None:
-    rerank.register_reranker(db, alias, "voyage", tenant=tenant, base_url=server.base_url("voyage"),
-                             secret_ref="PGSIFT_TEST_VOYAGE_KEY", timeout_ms=1000, deadline_ms=2000)
+def use_server(client: Client, server: RerankServer, *, alias: str = "voy", **settings) -> None:
+    settings.setdefault("timeout_ms", 1000)
+    settings.setdefault("deadline_ms", 2000)
+    client.register_reranker(alias, "voyage", base_url=server.base_url("voyage"), secret_ref="voyage",
+                             **settings)
 
 
-def enable(db, alias: str = "voy", top_n: int = 50) -> None:
-    rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias=alias, enabled=True, rerank_top_n=top_n)
+def enable(client: Client, alias: str = "voy", top_n: int = 50) -> None:
+    client.alter_collection("kb", reranker=alias, rerank=True, rerank_top_n=top_n)
+
+
+def usage_rows(db) -> list[tuple]:
+    return db.execute("select tenant, reranker_alias, ok, billed, documents, error from sift.rerank_usage "
+                      "order by usage_id").fetchall()
 
 
 def test_reranked_search_widens_the_pool_and_finalizes_in_sql(kb, db):
     with RerankServer(scorer=keyword_scorer({"golden": 0.99})) as server:
-        use_server(db, server)
-        enable(db, top_n=60)
+        use_server(kb, server)
+        enable(kb, top_n=60)
         assert kb.reranking_enabled("kb")
-        result = kb.search("kb", "refund policy", embedding=np.ones(DIMS), top_k=5,
+        result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5,
                            context="earlier: we talked about refunds")
     assert len(server.requests) == 1                         # one request per search, no N+1
     body = server.requests[0].body
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert len(body["documents"]) == 60                      # pool widened to rerank_top_n
-    assert body["query"].endswith("refund policy")
-    assert result.reranked and result.rerank.alias == "voy"
+    assert body["query"] == "earlier: we talked about refunds\n\n" + QUERY
+    assert result.reranked and result.rerank.alias == "voy" and result.rerank.chosen_by == "collection"
+    assert result.rerank.usage_recorded is True
     assert len(result) == 5
     # the reranker's favourite document leads; the per-document cap (5) still applied in SQL
     assert result[0].source_uri == "d7" and result[0].rerank_score == pytest.approx(0.99)
     golden = sum("golden" in d for d in body["documents"])   # d7's chunks in the pool
     assert golden >= 2 and [h.source_uri for h in result[:golden]] == ["d7"] * golden
-    with RerankServer(scorer=keyword_scorer({"golden": 0.99})) as server:
-        db.execute("update sift.rerankers set base_url = %s", [server.base_url("voyage")])
-        capped = kb.search("kb", "refund policy", embedding=np.ones(DIMS), top_k=5, per_document_cap=1)
-    assert capped.reranked and [h.source_uri for h in capped].count("d7") == 1   # cap after rerank
     assert all(h.found_by in ("dense", "lexical", "both") for h in result)   # legs kept
     assert all(h.fused_score is not None and h.base_score == h.rerank_score for h in result)
-    usage = db.execute("select ok, billed, documents from sift.rerank_usage").fetchall()
-    assert usage[0] == (True, True, 60)
+    with RerankServer(scorer=keyword_scorer({"golden": 0.99})) as server:
+        use_server(kb, server)   # re-registered: same alias, the new server
+        capped = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5, per_document_cap=1)
+    assert capped.reranked and [h.source_uri for h in capped].count("d7") == 1   # cap after rerank
+    assert [r[:5] for r in usage_rows(db)] == [("acme", "voy", True, True, 60), ("acme", "voy", True, True, 60)]
 
 
 @pytest.mark.parametrize("fault", ["500", "malformed", "duplicate", "nan", "slow"])
 def test_a_fault_falls_back_to_the_fused_ranking(kb, db, fault):
     # The fallback is the fused ranking of the pool that was sent, whose legs ran 50 deep
     # (rerank_top_n): the same as a search with fetch_k 50.
-    plain = kb.search("kb", "refund policy", embedding=np.ones(DIMS), top_k=8, fetch_k=50)
+    plain = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=8, fetch_k=50)
     with RerankServer(fault=fault, delay=5.0) as server:
-        use_server(db, server)
-        enable(db)
-        result = kb.search("kb", "refund policy", embedding=np.ones(DIMS), top_k=8)
-    assert not result.reranked and result.rerank.fault
+        use_server(kb, server, timeout_ms=500, deadline_ms=1000)
+        enable(kb)
+        started = time.monotonic()
+        result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=8)
+        elapsed = time.monotonic() - started
+    assert not result.reranked and result.rerank.fault and result.rerank.called
+    assert result.rerank.latency_ms <= (1.0 + GRACE_S + SLACK_S) * 1000 and elapsed < 1.0 + GRACE_S + SEARCH_SLACK_S
     assert [h.chunk_id for h in result] == [h.chunk_id for h in plain]   # same hits, same order
     assert all(h.rerank_score is None for h in result)
-    billed = db.execute("select bool_or(billed), bool_and(not ok) from sift.rerank_usage").fetchone()
-    assert billed == (False, True)                            # recorded as failed, never billed
+    rows = usage_rows(db)
+    assert len(rows) == 1 and rows[0][2:4] == (False, False)            # recorded as failed, never billed
+    assert rows[0][5].startswith(result.rerank.fault)
 
 
 def test_another_tenants_reranker_is_refused_and_search_goes_on(kb, db):
+    theirs = Client(db, tenant="other")
     with RerankServer() as server:
-        use_server(db, server, alias="theirs", tenant="other")
-        with pytest.raises(rerank.RerankerNotAllowed):
-            rerank.set_collection_reranker(db, "kb", tenant=TENANT, alias="theirs", enabled=True)
-        result = kb.search("kb", "refund policy", embedding=np.ones(DIMS), top_k=5)
-    assert len(server.requests) == 0 and len(result) == 5 and not result.reranked
+        theirs.register_reranker("theirs", "tei", base_url=server.url)
+        with pytest.raises(RerankerNotAllowed):
+            kb.alter_collection("kb", reranker="theirs", rerank=True)
+        result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert len(server.requests) == 0 and len(result) == 5 and not result.reranked and result.rerank is None
 
 
 def test_no_call_for_a_blank_query_or_without_a_reranker(kb, db):
     with RerankServer() as server:
-        use_server(db, server)
-        enable(db)
-        assert len(kb.search("kb", "   ", embedding=np.ones(DIMS), top_k=5)) == 5
-        assert len(kb.search("kb", "refund", embedding=np.ones(DIMS), top_k=5, rerank=False)) == 5
-    assert server.requests == []
+        use_server(kb, server)
+        enable(kb)
+        blank = kb.search("kb", "   ", embedding=np.ones(DIMS), top_k=5)
+        assert len(blank) == 5 and blank.rerank.skip == "blank_query" and blank.rerank.alias == "voy"
+        off = kb.search("kb", "refund", embedding=np.ones(DIMS), top_k=5, rerank=False)
+        assert len(off) == 5 and off.rerank is None
+    assert server.requests == [] and usage_rows(db) == []
 
+
+def test_collections_naming_different_rerankers_need_a_default(kb, db):
+    other = Client(db, tenant=TENANT)
+    other.create_collection("faq", embedding_dims=DIMS)
+    other.upsert_documents("faq", [Document(source_uri="f0", chunks=[
+        Chunk(content="refund policy golden answer", embedding=unit(np.ones(DIMS)))])])
+    with RerankServer(scorer=keyword_scorer({"golden": 0.9})) as server:
+        use_server(kb, server, alias="one")
+        use_server(kb, server, alias="two")
+        enable(kb, alias="one")
+        kb.alter_collection("faq", reranker="two", rerank=True)
+        refused = kb.search(["kb", "faq"], QUERY, embedding=np.ones(DIMS), top_k=5)
+        assert not refused.reranked and refused.rerank.fault == "no_reranker" and len(refused) == 5
+        assert server.requests == []
+        use_server(kb, server, alias="two", is_default=True)
+        both = kb.search(["kb", "faq"], QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert both.reranked and (both.rerank.alias, both.rerank.chosen_by) == ("two", "tenant_default")
+    assert len(server.requests) == 1 and {h.collection_name for h in both} == {"kb", "faq"}
+
+
+def test_the_rerank_half_can_name_a_reranker_the_collection_does_not_use(kb, db):
+    with RerankServer(scorer=keyword_scorer({"golden": 0.9})) as server:
+        use_server(kb, server, alias="cal")
+        assert not kb.reranking_enabled("kb")
+        reranked = kb.rerank("kb", QUERY, embedding=np.ones(DIMS), top_k=5, reranker="cal")
+        with pytest.raises(RerankerNotAllowed):
+            kb.rerank("kb", QUERY, embedding=np.ones(DIMS), top_k=5, reranker="nowhere")
+    assert (reranked.config.alias, reranked.config.chosen_by) == ("cal", "named")
+    assert reranked.outcome.reranked and len(reranked.pool) == len(reranked.texts) == 50
+    assert server.requests[0].body["documents"] == reranked.texts
+    assert [r[:5] for r in usage_rows(db)] == [("acme", "cal", True, True, 50)]
+
+
+def test_a_threshold_calibrated_for_the_reranker_judges_only_its_complete_rankings(kb, db):
+    golden = keyword_scorer({"golden": 0.9}, 0.05)
+    with RerankServer(scorer=golden) as server:
+        use_server(kb, server)
+        enable(kb)
+        kb.store_calibrated_threshold("kb", "voy", 0.5)
+        knobs = kb.get_collection("kb").knobs
+        assert (knobs["score_threshold"], knobs["threshold_reranker"]) == (0.5, "voy")
+        result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=8)
+    golden_in_pool = sum("golden" in d for d in server.requests[0].body["documents"])
+    assert result.reranked and result.threshold_applied and result.threshold_skipped is None
+    assert golden_in_pool >= 2 and [h.source_uri for h in result] == ["d7"] * golden_in_pool
+    assert result.below_threshold == 50 - golden_in_pool
+    # a fallback's fused scores, and a partial ranking's stand-ins, are never judged by it
+    for fault in ("500", "partial"):
+        with RerankServer(scorer=golden, fault=fault) as server:
+            use_server(kb, server)
+            other = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=8)
+        assert not other.rerank.reranked and len(other) == 8 and not other.threshold_applied
+        assert 'calibrated for reranker "voy"' in other.threshold_skipped
+    assert other.rerank.partial and [h.source_uri for h in other][:golden_in_pool] == ["d7"] * golden_in_pool
+    with pytest.raises(RerankerNotAllowed):
+        kb.store_calibrated_threshold("kb", "nowhere", 0.5)
+
+
+# -- secrets and endpoints, through a search -------------------------------------------------------
+
+def test_an_unmapped_secret_ref_gives_no_call_and_the_search_goes_on(kb, db, caplog):
+    with RerankServer() as server:
+        use_server(kb, server)
+        kb.register_reranker("voy", "voyage", base_url=server.base_url("voyage"), secret_ref="unmapped")
+        enable(kb)
+        with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+            result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert len(result) == 5 and not result.reranked
+    assert result.rerank.fault == "unavailable" and not result.rerank.called
+    assert "sift.map_secret('acme', 'unmapped'" in result.rerank.reason
+    assert not kb.reranking_enabled("kb")
+    assert server.requests == [] and usage_rows(db) == []
+    assert "unavailable" in caplog.text and KEY not in caplog.text
+
+
+def test_a_revoked_endpoint_is_refused_at_search_time(kb, db, caplog):
+    with RerankServer() as server:
+        use_server(kb, server)
+        enable(kb)
+        assert kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5).reranked
+        db.execute("delete from sift.allowed_endpoints")   # the operator revokes it
+        assert not kb.reranking_enabled("kb")
+        with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+            result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert len(server.requests) == 1   # the first search's only
+    assert len(result) == 5 and not result.reranked
+    assert result.rerank.fault == "not_allowed" and "no longer allows" in result.rerank.reason
+    assert not result.rerank.called and "not_allowed" in caplog.text
+    assert len(usage_rows(db)) == 1
+
+
+# -- the deadline covers everything from the call on -------------------------------------------------
+
+@pytest.fixture
+def slow_build(monkeypatch):
+    """Building a reranker takes `seconds` (a client library's first import, say); `built` is
+    set when a build finished."""
+    real = registry.make_reranker
+    state = {"seconds": 1.5, "built": threading.Event(), "builds": 0}
+
+    def make(config, key):
+        state["builds"] += 1
+        time.sleep(state["seconds"])
+        try:
+            return real(config, key)
+        finally:
+            state["built"].set()
+
+    monkeypatch.setattr(registry, "make_reranker", make)
+    return state
+
+
+def test_a_slow_reranker_build_counts_against_the_deadline(kb, db, slow_build):
+    with RerankServer(scorer=keyword_scorer({"golden": 0.9})) as server:
+        use_server(kb, server, timeout_ms=300, deadline_ms=600)
+        enable(kb)
+        started = time.monotonic()
+        result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+        elapsed = time.monotonic() - started
+        assert not result.reranked and result.rerank.fault == "deadline_exceeded" and len(result) == 5
+        assert result.rerank.latency_ms <= 600 + GRACE_S * 1000 + SLACK_S * 1000
+        assert elapsed < 0.6 + GRACE_S + SEARCH_SLACK_S
+        assert server.requests == [] and usage_rows(db) == []
+        # the build goes on in the background; once it is done, searches rerank
+        assert slow_build["built"].wait(5)
+        later = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert later.reranked and later[0].source_uri == "d7" and slow_build["builds"] == 1
+    assert len(server.requests) == 1
+
+
+async def test_async_slow_reranker_build_counts_against_the_deadline(kb, db, dsn, slow_build):
+    with RerankServer(scorer=keyword_scorer({"golden": 0.9})) as server:
+        use_server(kb, server, timeout_ms=300, deadline_ms=600)
+        enable(kb)
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            client = AsyncClient(conn, tenant=TENANT)
+            started = time.monotonic()
+            result = await client.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+            elapsed = time.monotonic() - started
+            assert result.rerank.fault == "deadline_exceeded" and len(result) == 5
+            assert elapsed < 0.6 + GRACE_S + SEARCH_SLACK_S
+            assert slow_build["built"].wait(5)
+            later = await client.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert later.reranked and later[0].source_uri == "d7" and len(server.requests) == 1
+
+
+# -- metering on a read-only connection -------------------------------------------------------------
+
+def test_metering_goes_through_the_writer(kb, db, dsn):
+    with RerankServer() as server:
+        use_server(kb, server)
+        enable(kb)
+        with psycopg.connect(dsn, autocommit=True) as standby, psycopg.connect(dsn, autocommit=True) as primary:
+            standby.execute("set default_transaction_read_only = on")
+            result = Client(standby, tenant=TENANT, writer=primary).search(
+                "kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert result.reranked and result.rerank.usage_recorded is True
+    assert [r[:5] for r in usage_rows(db)] == [("acme", "voy", True, True, 50)]
+
+
+def test_metering_never_fails_a_search_on_a_read_only_connection(kb, db, dsn, caplog):
+    with RerankServer() as server:
+        use_server(kb, server)
+        enable(kb)
+        with psycopg.connect(dsn, autocommit=True) as standby:
+            standby.execute("set default_transaction_read_only = on")
+            with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+                result = Client(standby, tenant=TENANT).search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    assert result.reranked and len(result) == 5
+    assert result.rerank.usage_recorded is False
+    usage = result.rerank.usage
+    assert (usage["reranker_alias"], usage["provider"], usage["model"], usage["documents"], usage["ok"]) == (
+        "voy", "voyage", "rerank-2", 50, True)
+    assert usage["tokens"] > 0 and usage["attempts"] == 1 and usage["error"] is None
+    assert "usage not recorded" in caplog.text
+    assert usage_rows(db) == []
+    # the row it carries is the one to record elsewhere: it goes in as it is
+    with Client(db, tenant=TENANT).transaction() as conn:
+        conn.execute(queries.RECORD_USAGE, usage)
+    assert [r[:5] for r in usage_rows(db)] == [("acme", "voy", True, True, 50)]
+
+
+async def test_async_metering_on_a_read_only_connection(kb, db, dsn, caplog):
+    with RerankServer() as server:
+        use_server(kb, server)
+        enable(kb)
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as standby, \
+                await psycopg.AsyncConnection.connect(dsn, autocommit=True) as primary:
+            await standby.execute("set default_transaction_read_only = on")
+            with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+                alone = await AsyncClient(standby, tenant=TENANT).search("kb", QUERY, embedding=np.ones(DIMS))
+            written = await AsyncClient(standby, tenant=TENANT, writer=primary).search(
+                "kb", QUERY, embedding=np.ones(DIMS))
+    assert alone.reranked and alone.rerank.usage_recorded is False and "usage not recorded" in caplog.text
+    assert written.reranked and written.rerank.usage_recorded is True
+    assert [r[:4] for r in usage_rows(db)] == [("acme", "voy", True, True)]
+
+
+def test_a_pool_as_source_and_as_writer(kb, db, dsn):
+    with RerankServer(scorer=keyword_scorer({"golden": 0.9})) as server:
+        use_server(kb, server)
+        enable(kb)
+        with psycopg_pool.ConnectionPool(dsn, min_size=1, max_size=2, open=True,
+                                         kwargs={"autocommit": True}) as pool, \
+                psycopg_pool.ConnectionPool(dsn, min_size=1, max_size=1, open=True,
+                                            kwargs={"autocommit": True,
+                                                    "options": "-c default_transaction_read_only=on"}) as standby:
+            pooled = Client(pool, tenant=TENANT).search("kb", QUERY, embedding=np.ones(DIMS), top_k=4)
+            replica = Client(standby, tenant=TENANT, writer=pool).search("kb", QUERY, embedding=np.ones(DIMS),
+                                                                          top_k=4)
+            alone = Client(standby, tenant=TENANT).search("kb", QUERY, embedding=np.ones(DIMS), top_k=4)
+    assert pooled.reranked and pooled[0].source_uri == "d7" and pooled.rerank.usage_recorded
+    assert replica.reranked and replica.rerank.usage_recorded
+    assert alone.reranked and alone.rerank.usage_recorded is False   # the standby pool is read-only
+    assert [h.chunk_id for h in replica] == [h.chunk_id for h in pooled] == [h.chunk_id for h in alone]
+    assert len(usage_rows(db)) == 2
+
+
+# -- async ------------------------------------------------------------------------------------------
 
 async def test_async_search_reranks_too(kb, db, dsn):
     with RerankServer(scorer=keyword_scorer({"golden": 0.9})) as server:
-        use_server(db, server)
-        enable(db)
+        use_server(kb, server)
+        enable(kb)
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-            result = await Client(conn, tenant=TENANT).asearch("kb", "refund policy",
-                                                               embedding=np.ones(DIMS), top_k=4)
+            client = AsyncClient(conn, tenant=TENANT)
+            assert await client.reranking_enabled("kb")
+            result = await client.search("kb", QUERY, embedding=np.ones(DIMS), top_k=4)
     assert result.reranked and result[0].source_uri == "d7" and len(result) == 4
+    assert result.rerank.usage_recorded is True and len(usage_rows(db)) == 1

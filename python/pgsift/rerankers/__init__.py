@@ -18,6 +18,7 @@ from . import engine, engine_async
 from .base import (
     FAULTS,
     SKIPS,
+    EndpointRefused,
     InvalidRanking,
     Ranking,
     RerankCallError,
@@ -37,8 +38,8 @@ arerank_search = engine_async.rerank_search
 atest_connection = engine_async.test_connection
 
 __all__ = [
-    "FAULTS", "IMPLEMENTATIONS", "SKIPS", "CohereReranker", "ConnectionCheck", "InvalidRanking", "Ranking",
-    "RerankCallError", "RerankError", "RerankOutcome", "Reranker", "RerankerUnavailable", "SecretResolver",
+    "FAULTS", "IMPLEMENTATIONS", "SKIPS", "CohereReranker", "ConnectionCheck", "EndpointRefused", "InvalidRanking",
+    "Ranking", "RerankCallError", "RerankError", "RerankOutcome", "Reranker", "RerankerUnavailable", "SecretResolver",
     "TEIReranker", "VoyageReranker", "arerank_pool", "arerank_search", "atest_connection", "build_query",
     "build_reranker", "clear_reranker_cache", "contextualize", "engine", "engine_async", "rerank_pool",
     "rerank_search", "resolve_secret", "test_connection", "validate",

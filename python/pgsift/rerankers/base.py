@@ -8,7 +8,7 @@ import importlib
 import json
 import math
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import PgsiftError
@@ -35,6 +35,13 @@ class RerankerUnavailable(RerankError, RuntimeError):
     (pip install 'pgsift[rerank]'), its key is not mapped or not set, or it is misconfigured."""
 
     fault = "unavailable"
+
+
+class EndpointRefused(RerankError, PermissionError):
+    """A reranker's base_url this process will not call, whatever an allow-list said: one
+    carrying credentials (http://allowed:1@elsewhere/ is a request to elsewhere)."""
+
+    fault = "not_allowed"
 
 
 class InvalidRanking(RerankError, ValueError):
@@ -102,12 +109,34 @@ class PerLoop:
         self._build = build
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
-    def get(self) -> Any:
+    async def get(self) -> Any:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = self._build()
+            # Built in a worker thread: a client library's first construction may import
+            # for seconds, and the loop must stay free to cut the attempt off at its deadline.
+            built = await loop.run_in_executor(None, self._build)
+            client = self._clients.setdefault(loop, built)
         return client
+
+
+async def detached(method: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+    """Await method(*args, **kwargs) in a task of its own. When the caller stops waiting (its
+    deadline), the task is asked to cancel but not waited for: a client that swallows or
+    delays its cancellation cannot hold a search past the deadline."""
+    task = asyncio.ensure_future(method(*args, **kwargs))
+    task.add_done_callback(_collect)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+
+
+def _collect(task: asyncio.Future[Any]) -> None:
+    # An abandoned attempt's exception is nobody's: read it so asyncio does not log it.
+    if not task.cancelled():
+        task.exception()
 
 
 def short(text: Any, limit: int = 200) -> str:
@@ -142,14 +171,16 @@ def shape_fault(exc: BaseException) -> RerankCallError:
         return RerankCallError("invalid_ranking", f"score missing ({short(exc)})")
     if isinstance(exc, (AttributeError, KeyError, TypeError, ValueError, json.JSONDecodeError)):
         return RerankCallError("malformed_response", f"unreadable response: {type(exc).__name__}: {short(exc)}")
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):   # distinct types before Python 3.11
         return RerankCallError("timeout", "no answer within the attempt's time", retryable=True)
     return RerankCallError("unexpected_error", f"{type(exc).__name__}: {short(exc)}")
 
 
 def retry_after(headers: Any) -> float | None:
+    """The seconds a Retry-After header asks for (its date form is not used by these APIs)."""
     try:
-        value = float((headers or {}).get("retry-after") or (headers or {}).get("Retry-After"))
+        raw: Any = (headers or {}).get("retry-after") or (headers or {}).get("Retry-After")
+        value = float(raw)
     except (TypeError, ValueError, AttributeError):
         return None
     return value if math.isfinite(value) and value >= 0 else None

@@ -86,7 +86,7 @@ class CohereReranker:
     async def arerank(self, query: str, documents: Sequence[str], top_n: int | None = None, *,
                       timeout: float | None = None) -> Ranking:
         try:
-            response = await self._aclients.get().rerank(**self._args(query, list(documents), top_n, timeout))
+            response = await (await self._aclients.get()).rerank(**self._args(query, list(documents), top_n, timeout))
             return self._ranking(response)
         except Exception as exc:
             raise self._fault(exc) from exc

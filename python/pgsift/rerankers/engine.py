@@ -8,13 +8,15 @@ Time: one deadline bounds a search's whole rerank, from the call on: building
 the reranker (a client library's first import can take seconds), every
 attempt and every backoff. Each attempt gets min(attempt timeout, time left) as
 its HTTP timeout and is also cut off from outside (compat.run_bounded: a
-worker thread for sync, asyncio.wait_for for async), no attempt starts with
+worker thread for sync, asyncio.wait_for for async, on a task it does not wait
+for once it gives up: base.detached), no attempt starts with
 less than MIN_ATTEMPT_S left and no backoff sleeps past the deadline, so the
 worst case is deadline_s + compat.GRACE_S (3.05 s with the defaults).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import time
@@ -24,7 +26,7 @@ from typing import Any
 
 from ..compat import run_bounded, sleep
 from ..models import RerankerConfig
-from .base import RerankCallError, Reranker, shape_fault
+from .base import RerankCallError, Reranker, detached, shape_fault
 from .outcome import DEFAULT_CONTEXT_CHARS, RerankOutcome, build_query, log, log_fault, validate
 from .registry import SecretResolver, build_reranker
 
@@ -73,18 +75,24 @@ def _plan(reranker: Any, query: str, context: Any, pool_texts: Sequence[str], to
                  max_attempts=max(1, int(max_attempts or DEFAULT_MAX_ATTEMPTS)), info=info)
 
 
-def _native(reranker: Any) -> Callable[..., Awaitable[Any]] | None:
-    # The reranker's own async method when it has one (the sync engine ignores it).
-    method = getattr(reranker, "arerank", None)
-    return method if inspect.iscoroutinefunction(method) else None
-
-
 def _takes_timeout(reranker: Any) -> bool:
     try:
         params = inspect.signature(reranker.rerank).parameters.values()
     except (TypeError, ValueError, AttributeError):
         return False
     return any(p.name == "timeout" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _calls(reranker: Any, plan: _Plan,
+           timeout: float) -> tuple[Callable[[], Any], Callable[[], Awaitable[Any]] | None]:
+    """One attempt, as a sync call and (when the reranker has its own async method) an async
+    one; the sync engine runs the first in a worker thread, the async engine awaits the
+    second, detached so that a client swallowing its cancellation cannot hold the search."""
+    kwargs = {"timeout": timeout} if _takes_timeout(reranker) else {}
+    args = (plan.query, plan.docs, plan.top_n)
+    method = getattr(reranker, "arerank", None)
+    native = functools.partial(detached, method, *args, **kwargs) if inspect.iscoroutinefunction(method) else None
+    return functools.partial(reranker.rerank, *args, **kwargs), native
 
 
 def _backoff(error: RerankCallError, attempt: int, left: float) -> float | None:
@@ -166,7 +174,6 @@ def rerank_pool(reranker: Reranker | None, query: str, context: Any, pool_texts:
         log.debug("no rerank: %s", plan.reason)
         return plan
     end = begun + plan.deadline_s
-    kwargs = {"timeout": 0.0} if _takes_timeout(reranker) else {}
     last: RerankCallError | None = None
     attempts = 0
     while attempts < plan.max_attempts:
@@ -174,14 +181,12 @@ def rerank_pool(reranker: Reranker | None, query: str, context: Any, pool_texts:
         if left < MIN_ATTEMPT_S:
             break
         timeout = min(plan.attempt_timeout_s, left)
-        if kwargs:
-            kwargs["timeout"] = timeout
         attempts += 1
         try:
-            ranking = run_bounded(reranker.rerank, _native(reranker), timeout,  # type: ignore[union-attr]
-                                         plan.query, plan.docs, plan.top_n, **kwargs)
+            sync_call, async_call = _calls(reranker, plan, timeout)
+            ranking = run_bounded(sync_call, async_call, timeout)
             return _finish(plan, ranking, begun, attempts)
-        except BaseException as exc:  # noqa: BLE001 - every fault becomes an outcome
+        except BaseException as exc:
             if not isinstance(exc, Exception):
                 raise   # KeyboardInterrupt, SystemExit, a cancelled task
             last = shape_fault(exc)
@@ -276,7 +281,7 @@ class ConnectionCheck:
 
 
 def _check(outcome: RerankOutcome) -> ConnectionCheck:
-    scores = {label: s for (label, _), s in zip(PROBE, outcome.scores) if s is not None}
+    scores = {label: s for (label, _), s in zip(PROBE, outcome.scores, strict=False) if s is not None}
     order = tuple(PROBE[i][0] for i in outcome.order()) if outcome.reranked else ()
     return ConnectionCheck(
         ok=outcome.reranked, order_ok=outcome.reranked and order == PROBE_ORDER,

@@ -180,7 +180,7 @@ class RerankOutcome:
 
     def rerank_scores(self, chunk_ids: Sequence[int]) -> dict[int, float]:
         """{chunk_id: provider score} for the scored pool items (chunk_ids in pool order)."""
-        return {cid: s for cid, s in zip(chunk_ids, self.scores) if s is not None}
+        return {cid: s for cid, s in zip(chunk_ids, self.scores, strict=False) if s is not None}
 
 
 def log_fault(outcome: RerankOutcome) -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import urllib.parse
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from ..models import RerankerConfig
-from .base import DEFAULT_ATTEMPT_TIMEOUT_S, Reranker, RerankerUnavailable
+from .base import DEFAULT_ATTEMPT_TIMEOUT_S, EndpointRefused, Reranker, RerankerUnavailable
 from .cohere import CohereReranker
 from .tei import TEIReranker
 from .voyage import VoyageReranker
@@ -57,10 +58,31 @@ def resolve_secret(config: RerankerConfig, resolver: SecretResolver | None = Non
     except Exception as exc:  # a resolver's failure is this reranker's, not the search's
         raise RerankerUnavailable(f"resolving the key of reranker {config.alias!r} failed: "
                                   f"{type(exc).__name__}") from exc
+    if key is not None and not isinstance(key, str):
+        raise RerankerUnavailable(f"the resolver gave the key of reranker {config.alias!r} as a "
+                                  f"{type(key).__name__}, which is not a string")
     if not key:
         raise RerankerUnavailable(f"the key of reranker {config.alias!r} is not set "
                                   f"(the operator keeps it at {source})")
     return key
+
+
+def check_endpoint(base_url: str | None) -> None:
+    """Refuse a base_url whose requests would go somewhere other than it seems to say: user
+    information before the host ("http://127.0.0.1:1@elsewhere/" calls elsewhere, yet an
+    allow-list prefix "http://127.0.0.1:" matches it), a backslash, or no http(s) host."""
+    if base_url is None:
+        return
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise EndpointRefused(f"base_url {base_url[:200]!r} is not a URL: {exc}") from exc
+    if "@" in parts.netloc:
+        raise EndpointRefused("base_url carries credentials before its host: refused (a key is mapped by "
+                              "the operator with sift.map_secret, never written into a URL)")
+    if parts.scheme not in ("http", "https") or not parts.hostname or "\\" in base_url:
+        raise EndpointRefused(f"base_url {base_url[:200]!r} is not an http(s) URL with a host")
 
 
 def make_reranker(config: RerankerConfig, key: str | None) -> Reranker:
@@ -82,7 +104,9 @@ _CACHE_SIZE = 64
 def build_reranker(config: RerankerConfig, resolver: SecretResolver | None = None) -> Reranker:
     """The reranker for a config, built once and reused by every search (keyed by its settings
     and a fingerprint of its key, so a rotated key builds a new one). Raises
-    RerankerUnavailable (no implementation, client package missing, key not mapped or unset)."""
+    RerankerUnavailable (no implementation, client package missing, key not mapped or unset)
+    and EndpointRefused (a base_url that would send the request elsewhere), before any call."""
+    check_endpoint(config.base_url)
     key = resolve_secret(config, resolver)
     fingerprint = hashlib.sha256(key.encode()).hexdigest()[:16] if key else None
     cache_key = (config.provider, config.model, config.base_url, config.timeout_ms, fingerprint)

@@ -70,7 +70,8 @@ class TEIReranker:
         pairs = []
         for item in body:
             if not isinstance(item, Mapping):
-                raise RerankCallError("malformed_response", f"TEI answered an item that is not an object: {short(item)}")
+                raise RerankCallError("malformed_response",
+                                      f"TEI answered an item that is not an object: {short(item)}")
             pairs.append((item.get("index"), item.get("score")))
         if top_n is not None:
             pairs = pairs[:top_n]   # TEI scores every text; it has no top_n
@@ -89,7 +90,7 @@ class TEIReranker:
                       timeout: float | None = None) -> Ranking:
         docs = list(documents)
         try:
-            response = await self._aclients.get().post("/rerank", json=self._body(query, docs),
+            response = await (await self._aclients.get()).post("/rerank", json=self._body(query, docs),
                                                        timeout=timeout or self.timeout_s)
             return self._parse(response, top_n)
         except Exception as exc:
