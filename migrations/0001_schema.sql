@@ -267,8 +267,10 @@ create table sift.rerankers (
                   constraint reranker_model_shape check (btrim(model) <> '' and length(model) <= 200),
     -- null: the provider's public endpoint. Another host only where the
     -- operator allows it (sift.allowed_endpoints).
+    -- No user name or password before the host: http://ok.example:1@evil.example/ goes to evil.
     base_url      text
-                  constraint reranker_base_url_http check (base_url ~ '^https?://[^\s]+$' and length(base_url) <= 2048),
+                  constraint reranker_base_url_http
+                  check (base_url ~ '^https?://[^\s/?#@\\]+([/?#][^\s]*)?$' and length(base_url) <= 2048),
     -- A name the operator maps to this tenant's key (sift.secret_mappings):
     -- never the key, never a variable of the client process.
     secret_ref    text

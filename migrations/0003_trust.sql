@@ -52,7 +52,8 @@ create table sift.secret_mappings (
     tenant     sift.name not null,
     secret_ref text not null,
     source     text not null
-               constraint secret_source_shape check (source ~ '^[a-z][a-z0-9_]{0,31}:\S{1,500}$'),
+               constraint secret_source_shape
+               check (source ~ '^[a-z][a-z0-9_]{0,31}:\S+$' and length(source) <= 533),
     primary key (tenant, secret_ref)
 );
 

@@ -7,45 +7,13 @@
 -- another role plants in a schema on the caller's path is never called.
 -- Error codes (SQLSTATE class SF) are listed in docs/errors.md.
 
-create or replace function sift._txn_marker()
-returns text
-language sql stable parallel safe security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- The start of this transaction: a tenant bound in an earlier one (a
-    -- session-level SET left behind on a pooled connection) never matches.
-    select (extract(epoch from pg_catalog.now()))::text
-$$;
-comment on function sift._txn_marker() is
-    'Internal: identifies the current transaction for sift.set_tenant''s binding.';
-
-
-create or replace function sift._member_roles()
-returns name[]
-language sql stable security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- The roles current_user really belongs to (itself included). Not
-    -- pg_has_role: it answers true for every role when asked by a superuser.
-    with recursive r(oid) as (
-        select a.oid from pg_catalog.pg_roles a where a.rolname = current_user
-        union
-        select m.roleid from pg_catalog.pg_auth_members m join r on m.member = r.oid
-    )
-    select coalesce(pg_catalog.array_agg(a.rolname order by a.rolname), '{}')
-    from r join pg_catalog.pg_roles a on a.oid = r.oid
-$$;
-comment on function sift._member_roles() is
-    'Internal: the roles the current user is a member of, by membership (not by superuser).';
-
-
 create or replace function sift._is_operator()
 returns boolean
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- A superuser, or a member of the role that owns schema sift (the installer).
-    select coalesce((select a.rolsuper from pg_catalog.pg_roles a where a.rolname = current_user), false)
+    select pg_catalog.current_setting('is_superuser') = 'on'
         or coalesce((select pg_catalog.pg_has_role(current_user, n.nspowner, 'MEMBER')
                      from pg_catalog.pg_namespace n where n.nspname = 'sift'), false)
 $$;
@@ -60,27 +28,34 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     bound  text := nullif(pg_catalog.current_setting('pgsift.tenant', true), '');
-    fresh  boolean := bound is not null
-                      and pg_catalog.current_setting('pgsift.tenant_txn', true) = sift._txn_marker();
+    -- Bound in this very transaction (its start time): a value a session-level SET left
+    -- on a pooled connection in an earlier transaction never counts.
+    fresh  boolean := bound is not null and pg_catalog.current_setting('pgsift.tenant_txn', true)
+                                            = (extract(epoch from pg_catalog.now()))::text;
+    super  boolean := pg_catalog.current_setting('is_superuser') = 'on';
     mapped text[];
 begin
+    -- Evaluated once per statement by every row-level policy, so kept to a few cached
+    -- lookups: pg_has_role reads the backend's membership cache.
     -- 1. A role mapped to a tenant acts for that tenant, whatever it sets.
-    mapped := array(select distinct t.tenant::text from sift.tenant_roles t
-                    where t.role_name = any (sift._member_roles()) order by 1);
-    if cardinality(mapped) > 1 then
-        raise exception 'role % is mapped to several tenants (%)', current_user, array_to_string(mapped, ', ')
-            using errcode = 'SF010', hint = 'map each role to one tenant in sift.tenant_roles';
-    end if;
-    if cardinality(mapped) = 1 then
-        if fresh and bound <> mapped[1] then
-            raise exception 'role % acts for tenant "%": it cannot bind tenant "%"', current_user, mapped[1], bound
-                using errcode = 'SF010';
+    if not super then
+        mapped := array(select distinct t.tenant::text from sift.tenant_roles t
+                        where pg_catalog.pg_has_role(current_user, t.role_name, 'MEMBER') order by 1);
+        if cardinality(mapped) > 1 then
+            raise exception 'role % is mapped to several tenants (%)', current_user, array_to_string(mapped, ', ')
+                using errcode = 'SF010', hint = 'map each role to one tenant in sift.tenant_roles';
         end if;
-        return mapped[1];
+        if cardinality(mapped) = 1 then
+            if fresh and bound <> mapped[1] then
+                raise exception 'role % acts for tenant "%": it cannot bind tenant "%"', current_user, mapped[1], bound
+                    using errcode = 'SF010';
+            end if;
+            return mapped[1];
+        end if;
     end if;
     -- 2. A gateway (or the operator) binds a tenant per transaction.
     if fresh then
-        if not (sift._is_operator() or 'sift_gateway' = any (sift._member_roles())) then
+        if not (super or pg_catalog.pg_has_role(current_user, 'sift_gateway', 'MEMBER') or sift._is_operator()) then
             raise exception 'role % may not choose a tenant', current_user
                 using errcode = 'SF010',
                       hint = 'grant it sift_gateway, or map it to one tenant in sift.tenant_roles';
@@ -89,7 +64,7 @@ begin
     end if;
     -- 3. The operator, unbound, works on tenant "default" (single-tenant use,
     --    psql); anyone else must bind in this very transaction.
-    if sift._is_operator() then
+    if super or sift._is_operator() then
         return 'default';
     end if;
     raise exception 'no tenant is bound in this transaction (role %)', current_user
@@ -118,7 +93,7 @@ begin
         raise exception 'tenant must be a name of 1 to 128 characters' using errcode = 'SF003';
     end if;
     perform pg_catalog.set_config('pgsift.tenant', tenant, true);
-    perform pg_catalog.set_config('pgsift.tenant_txn', sift._txn_marker(), true);
+    perform pg_catalog.set_config('pgsift.tenant_txn', (extract(epoch from pg_catalog.now()))::text, true);
     -- Refused here rather than at the first query: a role may bind only what
     -- sift.current_tenant will honour.
     bound := sift.current_tenant();

@@ -55,12 +55,19 @@ as $$
     -- No url: the provider's own endpoint. Otherwise a prefix the operator
     -- allowed, ending at a boundary (https://api.example.com never admits
     -- https://api.example.com.attacker.net).
-    select url is null or exists (
-        select 1 from sift.allowed_endpoints e
-        where (e.tenant is null or e.tenant = _endpoint_allowed.tenant)
-          and left(url, length(e.url_prefix)) = e.url_prefix
-          and (length(url) = length(e.url_prefix) or right(e.url_prefix, 1) in ('/', ':')
-               or substr(url, length(e.url_prefix) + 1, 1) in ('/', ':', '?')))
+    -- The host part never holds credentials (user:password@host sends the request
+    -- elsewhere), and a prefix ending in ':' admits a port, nothing else.
+    select url is null or (
+        url !~ '^[a-z]+://[^/?#]*[@\\]'
+        and exists (
+            select 1 from sift.allowed_endpoints e
+            where (e.tenant is null or e.tenant = _endpoint_allowed.tenant)
+              and left(url, length(e.url_prefix)) = e.url_prefix
+              and case when right(e.url_prefix, 1) = ':'
+                       then substr(url, length(e.url_prefix) + 1) ~ '^[0-9]+([/?#].*)?$'
+                       when right(e.url_prefix, 1) = '/' then true
+                       else length(url) = length(e.url_prefix)
+                            or substr(url, length(e.url_prefix) + 1, 1) in ('/', ':', '?', '#') end))
 $$;
 comment on function sift._endpoint_allowed(text, text) is
     'Internal: whether a reranker of this tenant may call url (null: the provider''s own endpoint).';
@@ -121,7 +128,7 @@ begin
          max_attempts, context_chars, is_default)
     values (bound, alias, provider, coalesce(model, known.default_model), base_url, secret_ref,
             timeout_ms, deadline_ms, max_attempts, context_chars, coalesce(is_default, false))
-    on conflict (tenant, alias) do update set
+    on conflict on constraint rerankers_tenant_alias_key do update set
         provider = excluded.provider, model = excluded.model, base_url = excluded.base_url,
         secret_ref = excluded.secret_ref, timeout_ms = excluded.timeout_ms,
         deadline_ms = excluded.deadline_ms, max_attempts = excluded.max_attempts,

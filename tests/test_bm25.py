@@ -15,12 +15,11 @@ import threading
 from collections import Counter
 
 import numpy as np
+import pgsift
 import psycopg
 import pytest
-
-import pgsift
-from pgsift import Chunk, Client, Document
 from conftest import unit
+from pgsift import Chunk, Client, Document
 
 DIMS = 4
 VOCAB = [f"w{i:03d}" for i in range(300)]
@@ -75,6 +74,10 @@ def query_terms(db, text: str) -> list[str]:
     return db.execute("select (sift._parse_query(%s, 'english')).terms", [text]).fetchone()[0] or []
 
 
+def k1_b(col) -> tuple[float, float]:
+    return col.settings["bm25_k1"], col.settings["bm25_b"]
+
+
 def lexical_leg(client: Client, name: str, text: str, n: int, **knobs) -> list[tuple[int, float]]:
     result = client.search(name, text, top_k=n, **knobs)
     assert all(h.found_by == "lexical" for h in result)
@@ -98,7 +101,7 @@ def test_sql_bm25_equals_python_bm25(client, db, seed):
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 80))
     for text in random_queries(rng, 15):
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
         assert_same_top(lexical_leg(client, "c", text, 30), oracle, 30)
 
 
@@ -125,7 +128,7 @@ def write_chunks(db, rng, collection_id: int, count: int, length: int, prefix: s
 
 def assert_oracle(client, db, col, rng, queries: int, ns=(1, 5, 20), **knobs) -> None:
     for text in random_queries(rng, queries):
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
         for n in ns:
             assert_same_top(lexical_leg(client, "c", text, n, **knobs), oracle, n)
 
@@ -152,7 +155,7 @@ def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_sco
     same = 0
     queries = [" ".join(VOCAB[i] for i in rng.choice(6, size=3, replace=False)) for _ in range(20)]
     for text in queries:
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
         got = lexical_leg(client, "c", text, 10, lexical_budget=100, lexical_exact_limit=0)
         # every chunk returned carries its exact score, best first; some may be missing
         assert 3 <= len(got) <= 10
@@ -164,7 +167,7 @@ def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_sco
     assert same < len(queries)   # the bound really was hit (not every answer is the exhaustive one)
     # and lifting the limits gives the exhaustive answer again
     text = queries[0]
-    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
     assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
 
 
@@ -263,12 +266,12 @@ def test_lists_stay_exact_when_avgdl_moves_without_a_refresh(client, db):
         db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) values (%s, 0, %s, %s)",
                    [doc_id, zipf_text(rng, 200), str(unit(rng.normal(size=DIMS)).tolist())])
     for text in random_queries(rng, 20):
-        oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
         assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
 
 
 def test_per_call_k1_b_and_the_ts_rank_cd_knob(client, db):
-    rng, col = seeded_collection(client, seed=5, docs=120)
+    _rng, col = seeded_collection(client, seed=5, docs=120)
     build_lists(db, 10)
     text = "w000 w001 w007 w050"
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), 2.0, 0.9)
@@ -336,7 +339,7 @@ def test_statistics_match_a_recount_after_concurrent_writers(client, db, dsn):
     assert pending == 0
     # and the answers are still the oracle's
     text = "w000 w003 w020"
-    oracle = python_bm25(db, col.collection_id, query_terms(db, text), col.settings["bm25_k1"], col.settings["bm25_b"])
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
     assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
 
 

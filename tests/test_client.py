@@ -8,11 +8,10 @@ import dataclasses
 import threading
 
 import numpy as np
+import pgsift
 import psycopg
 import psycopg_pool
 import pytest
-
-import pgsift
 from conftest import random_documents, unit
 from pgsift import AsyncClient, Chunk, Client, Document, Hit
 
@@ -575,7 +574,7 @@ def test_concurrent_upserts_all_land(db, dsn, client):
                                         chunks_per_doc=chunks_per_doc, prefix=f"w{w}")
                 barrier.wait(timeout=30)
                 Client(conn).upsert_documents("c", docs)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(w,)) for w in range(workers)]

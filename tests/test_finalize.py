@@ -7,10 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
+import pgsift
 import psycopg
 import pytest
-
-import pgsift
 from conftest import unit
 from pgsift import Chunk, Client, Document
 

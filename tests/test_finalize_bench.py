@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from pgsift.bench_finalize import CONFIGS, TENANT, format_table, run_finalize
 
 
@@ -18,7 +17,8 @@ def test_run_finalize_reports_each_pool_and_cleans_up(db):
         assert set(p["finalize"]) == set(CONFIGS) and set(p["search"]) == {"off", "all"}
         for t in [*p["finalize"].values(), *p["search"].values()]:
             assert t["median_ms"] > 0 and t["p95_ms"] >= t["median_ms"] and math.isfinite(t["p95_ms"])
-        assert p["extra_median_ms"] == pytest.approx(p["finalize"]["all"]["median_ms"] - p["finalize"]["off"]["median_ms"])
+        finalize = p["finalize"]
+        assert p["extra_median_ms"] == pytest.approx(finalize["all"]["median_ms"] - finalize["off"]["median_ms"])
     assert result["chunks"] >= 60 and result["dims"] == 8
     assert db.execute("select count(*) from sift.collections where tenant = %s", (TENANT,)).fetchone()[0] == 0
 

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
-from psycopg.types.json import Jsonb
 import pytest
-
 from conftest import unit
 from pgsift import Chunk, Document
+from psycopg.types.json import Jsonb
 
 DIMS = 8
 # Pools whose best and second-best MMR objective differ by less than this at some step are
@@ -284,7 +283,7 @@ def test_all_knobs_together_match_the_reference(client, db):
                 for i in range(int(rng.integers(1, 5)))]))
         client.upsert_documents(name, docs)
         for cid, (doc, emb) in stored(db, name).items():
-            uri, meta = db.execute("select source_uri, metadata from sift.documents where document_id = %s",
+            _uri, meta = db.execute("select source_uri, metadata from sift.documents where document_id = %s",
                                    (doc,)).fetchone()
             date = datetime.fromisoformat(meta["published"]) if "published" in meta else None
             truth[cid] = (doc, emb, date, name)

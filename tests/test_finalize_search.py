@@ -8,14 +8,13 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
+import pgsift
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
-
-import pgsift
 from conftest import random_documents, unit
 from pgsift import Chunk, Client, Document
 from pgsift.errors import IncompatibleCollections
+from psycopg.types.json import Jsonb
 from test_finalize_oracle import NEAR_TIE, Row, recency_factor, reference_finalize
 
 DIMS = 8
@@ -160,7 +159,8 @@ def test_explain_shows_what_each_knob_did(client, db):
     client.create_collection("k", embedding_dims=DIMS, recency_field="created", recency_weight=0.3)
     query = unit(rng.normal(size=DIMS))
     docs = [Document(source_uri=f"d{i}", created_at=None if i == 0 else now - timedelta(days=10 * i),
-                     chunks=[Chunk(content=f"kilo lima {i} {j}", embedding=unit(query + rng.normal(scale=0.5, size=DIMS)))
+                     chunks=[Chunk(content=f"kilo lima {i} {j}",
+                                   embedding=unit(query + rng.normal(scale=0.5, size=DIMS)))
                              for j in range(4)]) for i in range(6)]
     client.upsert_documents("k", docs)
     knobs = dict(top_k=6, per_document_cap=1, mmr_lambda=0.7, boost=2.0, lost_in_the_middle=True)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import random_documents
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-from conftest import random_documents
 
 RRF_SQL = """
 select chunk_id, dense_rank, lexical_rank, score, fused_rank

@@ -8,12 +8,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import numpy as np
+import pgsift
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
-
-import pgsift
 from conftest import random_documents
+from psycopg.types.json import Jsonb
 
 # (knob, bad value): refused stored, per call, and in finalize alike.
 BAD = [

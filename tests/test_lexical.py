@@ -7,7 +7,6 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import random_documents, unit
 from pgsift import Chunk, Document
 

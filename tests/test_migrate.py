@@ -12,14 +12,13 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import pgsift
 import psycopg
 import pytest
+from conftest import BIN, SOCKET_DIR, random_documents
 from pglast import ast
 from pglast.parser import parse_sql
 from pglast.visitors import Visitor
-
-import pgsift
-from conftest import BIN, SOCKET_DIR, random_documents
 from pgsift import Client
 from pgsift.migrate_async import migrate as amigrate
 from pgsift.schema import function_files, functions_sha256, migration_files, with_vector_schema
@@ -195,7 +194,7 @@ def test_concurrent_migrates_on_a_new_database(empty_database):
             with psycopg.connect(url, autocommit=True) as conn:
                 barrier.wait(timeout=30)
                 results.append(pgsift.migrate(conn))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=run) for _ in range(workers)]
@@ -230,7 +229,7 @@ def test_searches_survive_migrates_under_load(db, dsn):
                 try:
                     assert len(c.search("c", "alpha bravo", embedding=local.normal(size=8), top_k=5)) == 5
                     searches[0] += 1
-                except BaseException as exc:  # noqa: BLE001 - counted below
+                except BaseException as exc:
                     failures.append(exc)
 
     threads = [threading.Thread(target=search_loop, args=(i,)) for i in range(4)]
@@ -392,7 +391,7 @@ class _Calls(Visitor):
     def __init__(self) -> None:
         self.unqualified: list[str] = []
 
-    def visit_FuncCall(self, _ancestors, node):  # noqa: N802 - pglast's visitor naming
+    def visit_FuncCall(self, _ancestors, node):
         names = [n.sval for n in node.funcname]
         if len(names) == 1:
             self.unqualified.append(names[0])

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 import pytest
-
 from conftest import SOCKET_DIR, unit
 from pgsift import Chunk, Client, Document, migrate
 from pgsift.models import vector_text

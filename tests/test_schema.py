@@ -7,14 +7,13 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pgsift
 import psycopg
 import pytest
-from psycopg import errors as pgerrors
-from psycopg.types.json import Jsonb
-
-import pgsift
 from conftest import random_documents, unit
 from pgsift import Chunk, Client, Document
+from psycopg import errors as pgerrors
+from psycopg.types.json import Jsonb
 
 # (knob, bad value): each refused by the knob's own domain
 BAD_KNOBS = [

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pgsift
 import psycopg
 import pytest
-from psycopg import sql
-
-import pgsift
 from conftest import random_documents, unit
 from pgsift import Chunk, Client, Document
+from psycopg import sql
 
 DIMS = 8
 

@@ -1,5 +1,4 @@
 import numpy as np
-
 from conftest import random_documents
 
 

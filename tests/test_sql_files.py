@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from pglast.parser import ParseError, parse_sql
-
 from pgsift.schema import with_vector_schema
 
 ROOT = Path(__file__).resolve().parent.parent

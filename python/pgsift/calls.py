@@ -58,7 +58,7 @@ def _json_value(value: Any, where: str) -> Any:
     numbers as numbers; NUL characters and non-finite numbers refused."""
     if value is None or isinstance(value, (bool, int)):
         return value
-    if isinstance(value, float) or isinstance(value, np.floating):
+    if isinstance(value, (float, np.floating)):
         if not math.isfinite(float(value)):
             raise InvalidArgument(f"{where} is not a finite number")
         return float(value)
@@ -174,6 +174,17 @@ def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any]
         "created_at": doc.created_at, "modified_at": doc.modified_at,
     }
     return params, rows
+
+
+def chunk_arrays(document_ids: list[int], batch: Batch) -> dict[str, list[Any]]:
+    """A batch's chunks as sift.write_chunks' parallel arrays."""
+    columns: dict[str, list[Any]] = {k: [] for k in ("document_ids", "ordinals", "contents", "contexts",
+                                                      "token_counts", "embeddings")}
+    for doc_id, (_, _, rows) in zip(document_ids, batch, strict=True):
+        for ordinal, content, context, token_count, vec in rows:
+            for key, value in zip(columns, (doc_id, ordinal, content, context, token_count, vec), strict=True):
+                columns[key].append(value)
+    return columns
 
 
 def batches(collection: Collection, documents: Iterable[Document], size: int) -> Iterator[Batch]:

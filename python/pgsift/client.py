@@ -69,7 +69,8 @@ class Client:
                  writer: Any = None, secrets: SecretResolver | None = None):
         for what, value in (("source", source), ("writer", writer)):
             if value is not None and not _accepts(value):
-                raise TypeError(f"{what} must be a psycopg AsyncConnection or psycopg_pool.AsyncConnectionPool, "
+                kind = psycopg.Connection.__name__
+                raise TypeError(f"{what} must be a psycopg {kind} or a psycopg_pool pool of them, "
                                 f"got {type(value).__name__}")
         if tenant is not None:
             calls.check_text(tenant, "tenant", blank=False)
@@ -210,15 +211,16 @@ class Client:
         with self._connection() as conn, conn.transaction():
             if self.tenant is not None:
                 conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
-            doc_ids = []
-            for _, params, _ in batch:
-                cur = conn.execute(q.UPSERT_DOCUMENT, params, prepare=False)
-                doc_ids.append((cur.fetchone())[0])  # type: ignore[index]
+            cur = conn.cursor()
+            cur.executemany(q.UPSERT_DOCUMENT, [params for _, params, _ in batch], returning=True)
+            doc_ids: list[int] = []
+            while True:
+                row = cur.fetchone()
+                doc_ids.append(int(row[0]))  # type: ignore[index]
+                if not cur.nextset():
+                    break
             conn.execute(q.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
-            with conn.cursor().copy(q.COPY_CHUNKS) as copy:
-                for doc_id, (_, _, rows) in zip(doc_ids, batch):
-                    for row in rows:
-                        copy.write_row((doc_id, *row))
+            conn.execute(q.WRITE_CHUNKS, calls.chunk_arrays(doc_ids, batch), prepare=False)
         return doc_ids
 
     def delete_document(self, collection: str, source_uri: str) -> bool:
@@ -268,20 +270,23 @@ class Client:
                 log_fault(outcome)
             return SearchResult(hits, rerank=outcome)
         if not query.strip() or top_k <= 0:
+            skip, why = ("top_k", "top_k <= 0") if top_k <= 0 else ("blank_query", "blank query")
             return SearchResult(hits, rerank=RerankOutcome.unchanged(
-                len(hits), skip="blank_query", alias=hits[0].reranker, reason="blank query: no rerank call"))
+                len(hits), skip=skip, alias=hits[0].reranker, reason=f"{why}: no rerank call"))
         reranked = self._rerank(params, query, top_k, context, None)
         return self._finalized(collection, reranked, top_k, knobs)
 
     def _finalized(self, collection: Any, reranked: Reranked, top_k: int,
                          knobs: dict[str, Any]) -> SearchResult:
-        """sift.finalize on the rerank's scores (the fused ones after a fallback)."""
+        """sift.finalize on the rerank's scores (the fused ones after a fallback). Only a complete
+        ranking counts as scored by the reranker: a threshold calibrated for it never judges the
+        stand-in scores a partial ranking gives the candidates it left out."""
         outcome = reranked.outcome
         if not reranked.pool:
             return SearchResult([], rerank=outcome)
         ids = [c.chunk_id for c in reranked.pool]
         scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
-        scored_by = outcome.alias if outcome.applied else None
+        scored_by = outcome.alias if outcome.reranked else None
         final = self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, **knobs)
         return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
 
@@ -300,7 +305,7 @@ class Client:
         size = calls.pool_size(top_k, config)
         with self.transaction() as conn:
             cur = conn.cursor(row_factory=class_row(Candidate))
-            cur.execute(q.CANDIDATES, {**params, "match_count": size}, prepare=False)
+            cur.execute(q.RERANK_POOL, {**params, "match_count": size}, prepare=False)
             pool = cur.fetchall()
             cur2 = conn.execute(q.RERANK_TEXTS, {"chunk_ids": [c.chunk_id for c in pool]}, prepare=False)
             texts = calls.aligned_texts(cur2.fetchall(), len(pool))
@@ -316,8 +321,9 @@ class Client:
                            **knobs: Any) -> RerankerConfig | None:
         """The reranker a search over these collections would use (None: reranking is off), or
         the tenant's reranker named `reranker`. No network call."""
+        named = None if reranker is None else calls.check_text(reranker, "reranker", blank=False)
         return self._reranker_for({**calls.collection_args(collection), "knobs": calls.knobs_json(knobs)},
-                                        reranker)
+                                        named)
 
     def _meter(self, outcome: RerankOutcome) -> RerankOutcome:
         """Record a call that left the process in sift.rerank_usage (on the writer, when the
@@ -335,9 +341,11 @@ class Client:
         return dataclasses.replace(outcome, usage_recorded=True)
 
     def reranking_enabled(self, collection: str | Sequence[str], **knobs: Any) -> bool:
-        """Whether a search over these collections would call a reranker (no network call)."""
+        """Whether a search over these collections would call a reranker (no network call): one
+        is switched on and named, its endpoint allowed, and its secret_ref (if any) mapped."""
         config = self.reranker_for(collection, **knobs)
-        return config is not None and config.usable
+        return (config is not None and config.usable
+                and (config.secret_ref is None or config.secret_source is not None))
 
     def candidates(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                          top_k: int = 10, filter: dict[str, Any] | None = None, **knobs: Any) -> list[Candidate]:
@@ -372,18 +380,24 @@ class Client:
         unknown = set(settings) - set(q.REGISTER_RERANKER_ARGS)
         if unknown:
             raise InvalidArgument(f"unknown reranker setting(s): {', '.join(sorted(unknown))}")
-        given = {"alias": alias, "provider": provider, **{k: v for k, v in settings.items() if v is not None}}
+        given = {"alias": calls.check_text(alias, "alias", blank=False),
+                 "provider": calls.check_text(provider, "provider", blank=False),
+                 **{k: v for k, v in settings.items() if v is not None}}
         with self.transaction() as conn:
             cur = conn.execute(q.register_reranker(list(given)), given, prepare=False)
             names = [d.name for d in cur.description or ()]
-            return dict(zip(names, cur.fetchone() or ()))
+            return dict(zip(names, cur.fetchone() or (), strict=False))
 
     def drop_reranker(self, alias: str) -> bool:
-        return bool((self._rows([(q.DROP_RERANKER, {"alias": alias})]))[0][0])
+        """Delete a reranker of the tenant (its collections stop reranking); False if there was none."""
+        params = {"alias": calls.check_text(alias, "alias", blank=False)}
+        return bool((self._rows([(q.DROP_RERANKER, params)]))[0][0])
 
     def store_calibrated_threshold(self, collection: str, reranker: str, value: float) -> None:
         """Store a score threshold calibrated for a reranker (applied only to its scores)."""
-        self._rows([(q.STORE_THRESHOLD, {"collection": collection, "alias": reranker, "value": value})])
+        params = {"collection": calls.check_text(collection, "collection"),
+                  "alias": calls.check_text(reranker, "reranker", blank=False), "value": value}
+        self._rows([(q.STORE_THRESHOLD, params)])
 
 
 def _accepts(source: Any) -> bool:

@@ -67,7 +67,8 @@ class AsyncClient:
                  writer: Any = None, secrets: SecretResolver | None = None):
         for what, value in (("source", source), ("writer", writer)):
             if value is not None and not _accepts(value):
-                raise TypeError(f"{what} must be a psycopg AsyncConnection or psycopg_pool.AsyncConnectionPool, "
+                kind = psycopg.AsyncConnection.__name__
+                raise TypeError(f"{what} must be a psycopg {kind} or a psycopg_pool pool of them, "
                                 f"got {type(value).__name__}")
         if tenant is not None:
             calls.check_text(tenant, "tenant", blank=False)
@@ -208,15 +209,16 @@ class AsyncClient:
         async with self._connection() as conn, conn.transaction():
             if self.tenant is not None:
                 await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
-            doc_ids = []
-            for _, params, _ in batch:
-                cur = await conn.execute(q.UPSERT_DOCUMENT, params, prepare=False)
-                doc_ids.append((await cur.fetchone())[0])  # type: ignore[index]
+            cur = conn.cursor()
+            await cur.executemany(q.UPSERT_DOCUMENT, [params for _, params, _ in batch], returning=True)
+            doc_ids: list[int] = []
+            while True:
+                row = await cur.fetchone()
+                doc_ids.append(int(row[0]))  # type: ignore[index]
+                if not cur.nextset():
+                    break
             await conn.execute(q.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
-            async with conn.cursor().copy(q.COPY_CHUNKS) as copy:
-                for doc_id, (_, _, rows) in zip(doc_ids, batch):
-                    for row in rows:
-                        await copy.write_row((doc_id, *row))
+            await conn.execute(q.WRITE_CHUNKS, calls.chunk_arrays(doc_ids, batch), prepare=False)
         return doc_ids
 
     async def delete_document(self, collection: str, source_uri: str) -> bool:
@@ -266,20 +268,23 @@ class AsyncClient:
                 log_fault(outcome)
             return SearchResult(hits, rerank=outcome)
         if not query.strip() or top_k <= 0:
+            skip, why = ("top_k", "top_k <= 0") if top_k <= 0 else ("blank_query", "blank query")
             return SearchResult(hits, rerank=RerankOutcome.unchanged(
-                len(hits), skip="blank_query", alias=hits[0].reranker, reason="blank query: no rerank call"))
+                len(hits), skip=skip, alias=hits[0].reranker, reason=f"{why}: no rerank call"))
         reranked = await self._rerank(params, query, top_k, context, None)
         return await self._finalized(collection, reranked, top_k, knobs)
 
     async def _finalized(self, collection: Any, reranked: Reranked, top_k: int,
                          knobs: dict[str, Any]) -> SearchResult:
-        """sift.finalize on the rerank's scores (the fused ones after a fallback)."""
+        """sift.finalize on the rerank's scores (the fused ones after a fallback). Only a complete
+        ranking counts as scored by the reranker: a threshold calibrated for it never judges the
+        stand-in scores a partial ranking gives the candidates it left out."""
         outcome = reranked.outcome
         if not reranked.pool:
             return SearchResult([], rerank=outcome)
         ids = [c.chunk_id for c in reranked.pool]
         scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
-        scored_by = outcome.alias if outcome.applied else None
+        scored_by = outcome.alias if outcome.reranked else None
         final = await self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, **knobs)
         return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
 
@@ -298,7 +303,7 @@ class AsyncClient:
         size = calls.pool_size(top_k, config)
         async with self.transaction() as conn:
             cur = conn.cursor(row_factory=class_row(Candidate))
-            await cur.execute(q.CANDIDATES, {**params, "match_count": size}, prepare=False)
+            await cur.execute(q.RERANK_POOL, {**params, "match_count": size}, prepare=False)
             pool = await cur.fetchall()
             cur2 = await conn.execute(q.RERANK_TEXTS, {"chunk_ids": [c.chunk_id for c in pool]}, prepare=False)
             texts = calls.aligned_texts(await cur2.fetchall(), len(pool))
@@ -314,8 +319,9 @@ class AsyncClient:
                            **knobs: Any) -> RerankerConfig | None:
         """The reranker a search over these collections would use (None: reranking is off), or
         the tenant's reranker named `reranker`. No network call."""
+        named = None if reranker is None else calls.check_text(reranker, "reranker", blank=False)
         return await self._reranker_for({**calls.collection_args(collection), "knobs": calls.knobs_json(knobs)},
-                                        reranker)
+                                        named)
 
     async def _meter(self, outcome: RerankOutcome) -> RerankOutcome:
         """Record a call that left the process in sift.rerank_usage (on the writer, when the
@@ -333,9 +339,11 @@ class AsyncClient:
         return dataclasses.replace(outcome, usage_recorded=True)
 
     async def reranking_enabled(self, collection: str | Sequence[str], **knobs: Any) -> bool:
-        """Whether a search over these collections would call a reranker (no network call)."""
+        """Whether a search over these collections would call a reranker (no network call): one
+        is switched on and named, its endpoint allowed, and its secret_ref (if any) mapped."""
         config = await self.reranker_for(collection, **knobs)
-        return config is not None and config.usable
+        return (config is not None and config.usable
+                and (config.secret_ref is None or config.secret_source is not None))
 
     async def candidates(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                          top_k: int = 10, filter: dict[str, Any] | None = None, **knobs: Any) -> list[Candidate]:
@@ -370,18 +378,24 @@ class AsyncClient:
         unknown = set(settings) - set(q.REGISTER_RERANKER_ARGS)
         if unknown:
             raise InvalidArgument(f"unknown reranker setting(s): {', '.join(sorted(unknown))}")
-        given = {"alias": alias, "provider": provider, **{k: v for k, v in settings.items() if v is not None}}
+        given = {"alias": calls.check_text(alias, "alias", blank=False),
+                 "provider": calls.check_text(provider, "provider", blank=False),
+                 **{k: v for k, v in settings.items() if v is not None}}
         async with self.transaction() as conn:
             cur = await conn.execute(q.register_reranker(list(given)), given, prepare=False)
             names = [d.name for d in cur.description or ()]
-            return dict(zip(names, await cur.fetchone() or ()))
+            return dict(zip(names, await cur.fetchone() or (), strict=False))
 
     async def drop_reranker(self, alias: str) -> bool:
-        return bool((await self._rows([(q.DROP_RERANKER, {"alias": alias})]))[0][0])
+        """Delete a reranker of the tenant (its collections stop reranking); False if there was none."""
+        params = {"alias": calls.check_text(alias, "alias", blank=False)}
+        return bool((await self._rows([(q.DROP_RERANKER, params)]))[0][0])
 
     async def store_calibrated_threshold(self, collection: str, reranker: str, value: float) -> None:
         """Store a score threshold calibrated for a reranker (applied only to its scores)."""
-        await self._rows([(q.STORE_THRESHOLD, {"collection": collection, "alias": reranker, "value": value})])
+        params = {"collection": calls.check_text(collection, "collection"),
+                  "alias": calls.check_text(reranker, "reranker", blank=False), "value": value}
+        await self._rows([(q.STORE_THRESHOLD, params)])
 
 
 def _accepts(source: Any) -> bool:

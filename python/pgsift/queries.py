@@ -33,8 +33,9 @@ MIGRATE_PRELUDE = (
     "select pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true)",
 )
 
+# Quoted as the install script quotes it, so both install the same text.
 VECTOR_SCHEMA = """
-select n.nspname from pg_catalog.pg_extension e
+select pg_catalog.quote_ident(n.nspname) from pg_catalog.pg_extension e
 join pg_catalog.pg_namespace n on n.oid = e.extnamespace
 where e.extname = 'vector'
 """
@@ -135,7 +136,12 @@ returning d.document_id
 
 DELETE_CHUNKS_OF_DOCUMENTS = "delete from sift.chunks where document_id = any(%(document_ids)s::bigint[])"
 
-COPY_CHUNKS = "copy sift.chunks (document_id, ordinal, content, context, token_count, embedding) from stdin"
+# Chunks go in one statement per batch: COPY is refused on a table with row-level security.
+WRITE_CHUNKS = """
+select sift.write_chunks(document_ids => %(document_ids)s::bigint[], ordinals => %(ordinals)s::integer[],
+                         contents => %(contents)s::text[], contexts => %(contexts)s::text[],
+                         token_counts => %(token_counts)s::integer[], embeddings => %(embeddings)s::text[])
+"""
 
 DELETE_DOCUMENT = """
 select sift.delete_document(collection => %(collection)s::text, source_uri => %(source_uri)s::text)
@@ -180,6 +186,10 @@ select reranker_id, tenant, alias, provider, model, base_url, secret_ref, secret
 from sift.reranker_for(collection => %(collection)s::text, collections => %(collections)s::text[],
                        knobs => %(knobs)s::jsonb, reranker => %(reranker)s::text)
 """)
+
+# The pool a reranker scores: the first match_count candidates in fused order (sift.candidates
+# returns the union of the legs, which may be longer).
+RERANK_POOL = sql.SQL("{} limit %(match_count)s").format(CANDIDATES)
 
 RERANK_TEXTS = "select ord, chunk_id, document from sift.rerank_texts(chunk_ids => %(chunk_ids)s::bigint[])"
 
@@ -363,6 +373,58 @@ where run_id = any (%(run_ids)s::bigint[])
 """
 
 # -- benchmarks ---------------------------------------------------------------------------------
+
+BENCH_INSERT_DOCUMENTS = """
+insert into sift.documents (collection_id, source_uri)
+select %(collection_id)s::bigint, 'doc-' || g from generate_series(%(first)s::int, %(last)s::int) g order by g
+returning document_id
+"""
+
+BENCH_COPY_CHUNKS = "copy sift.chunks (document_id, ordinal, content, embedding) from stdin (format binary)"
+
+BENCH_CHUNK_COUNT = """
+select count(*) from sift.chunks
+where collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+"""
+
+BENCH_TERM_SHARES = """
+select t.lexeme, t.df::float8 / %(n)s::float8 from sift.term_df t
+where t.collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+"""
+
+# Bulk loads drop the HNSW index and build it once at the end (as owner: the bench runs as
+# the operator).
+BENCH_ENSURE_INDEX = "select sift._ensure_dense_index(%(dims)s::integer, 'cosine')"
+
+
+def bench_drop_index(name: str) -> sql.Composed:
+    return sql.SQL("drop index {}").format(sql.Identifier("sift", name))
+
+
+BENCH_WORK_MEM = "set work_mem = '1GB'"
+BENCH_MAINTENANCE_WORK_MEM = "set maintenance_work_mem = '4GB'"
+BENCH_RESET_WORK_MEM = "reset work_mem"
+BENCH_VACUUM = "vacuum analyze sift.chunks, sift.term_blocks, sift.term_deltas, sift.term_lists"
+
+BENCH_SEARCH = """
+select count(*) from sift.search(collection => %(c)s::text, query_text => %(q)s::text,
+                                 query_embedding => %(e)s, match_count => 10, knobs => %(knobs)s::jsonb)
+"""
+
+BENCH_LEXICAL_LEG = """
+select array_agg(chunk_id order by lexical_rank) from sift.candidates(
+    collection => %(c)s::text, query_text => %(q)s::text, query_embedding => null, knobs => %(knobs)s::jsonb)
+"""
+
+BENCH_STORAGE = """
+select 'bm25 (stats + lists)', sum(pg_catalog.pg_total_relation_size(c.oid))
+from pg_catalog.pg_class c where c.oid in ('sift.term_df'::regclass, 'sift.term_df_pending'::regclass,
+                                'sift.collection_lexical_stats'::regclass, 'sift.term_lists'::regclass,
+                                'sift.term_blocks'::regclass, 'sift.term_deltas'::regclass)
+union all
+select 'tsvector column + GIN', (select sum(pg_catalog.pg_column_size(search_vector)) from sift.chunks)
+    + pg_catalog.pg_relation_size('sift.chunks_search_vector_idx')
+"""
 
 ROUNDTRIP = "select 1"
 

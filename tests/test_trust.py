@@ -1,0 +1,462 @@
+"""Trust, enforced by PostgreSQL: row-level security and the shipped roles keep tenants
+apart whatever a caller passes; a tenant is bound per transaction or by role; nothing a
+less-privileged role plants on the search path is ever called.
+
+The isolation suite attacks as an outside tester would: every shipped role, bound to one
+tenant, calls every public function (and internal ones with forged arguments) with
+another tenant's names, ids and aliases in every argument, reads every table and tries
+direct writes; afterwards no foreign row was seen and the other tenants' data is
+byte-for-byte what it was.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pgsift
+import psycopg
+import pytest
+from conftest import random_documents
+from pgsift import Client
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+DIMS = 8
+TENANTS = ("acme", "globex", "initech")
+KINDS = ("reader", "writer", "admin")
+
+# Per table: which rows belong to a tenant (as the operator sees them).
+OWNED = {
+    "collections": "tenant = %(t)s",
+    "rerankers": "tenant = %(t)s",
+    "rerank_usage": "tenant = %(t)s",
+    "secret_mappings": "tenant = %(t)s",
+    "allowed_endpoints": "tenant = %(t)s",
+    "tenant_roles": "tenant = %(t)s",
+    "golden_questions": "golden_set_id in (select golden_set_id from sift.golden_sets where collection_id in "
+                        "(select collection_id from sift.collections where tenant = %(t)s))",
+    "golden_positives": "question_id in (select question_id from sift.golden_questions where golden_set_id in "
+                        "(select golden_set_id from sift.golden_sets where collection_id in "
+                        "(select collection_id from sift.collections where tenant = %(t)s)))",
+}
+BY_COLLECTION = ("documents", "chunks", "collection_lexical_stats", "term_df", "term_df_pending", "term_lists",
+                 "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets", "eval_runs")
+for _table in BY_COLLECTION:
+    OWNED[_table] = "collection_id in (select collection_id from sift.collections where tenant = %(t)s)"
+
+
+def role_name(tenant: str, kind: str) -> str:
+    return f"iso_{tenant}_{kind}"
+
+
+@pytest.fixture
+def tenants(db):
+    """Three tenants, each with two collections (one named alike across tenants), documents,
+    impact lists, a reranker, a golden set with a run, metering rows, a secret mapping; login
+    roles of each kind mapped to each tenant."""
+    db.execute("select sift.allow_endpoint('http://127.0.0.1:')")
+    for t_i, tenant in enumerate(TENANTS):
+        client = Client(db, tenant=tenant)
+        for name in ("docs", f"{tenant}-only"):
+            client.create_collection(name, embedding_dims=DIMS, dense_weight=0.3 + 0.1 * t_i)
+            client.upsert_documents(name, random_documents(np.random.default_rng(t_i), 30, DIMS,
+                                                           prefix=f"{tenant}-{name}"))
+        with client.transaction() as conn:
+            conn.execute("select sift.refresh_lexical_stats('docs', min_df => 2, list_size => 5)")
+            conn.execute("select sift.register_reranker('rr', 'tei', base_url => 'http://127.0.0.1:9/', "
+                         "secret_ref => 'tei-key')")
+            conn.execute("select sift.alter_collection('docs', '{\"reranker\": \"rr\", \"rerank\": true}')")
+            conn.execute("select sift.record_rerank_usage('rr', 'tei', 'tei', 3, 12.5, true)")
+            set_id = conn.execute("insert into sift.golden_sets (collection_id, name) select collection_id, 'gs' "
+                                  "from sift.collections where name = 'docs' and tenant = %s "
+                                  "returning golden_set_id", [tenant]).fetchone()[0]
+            q_id = conn.execute("insert into sift.golden_questions (golden_set_id, question_key, question) "
+                                "values (%s, 'q1', 'alpha?') returning question_id", [set_id]).fetchone()[0]
+            conn.execute("insert into sift.golden_positives (question_id, content) values (%s, 'alpha')", [q_id])
+            conn.execute("insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, metrics) "
+                         "select collection_id, %s, 'gs', 'pipeline', 10, '{\"ndcg\": 0.5}' "
+                         "from sift.collections where name = 'docs' and tenant = %s", [set_id, tenant])
+        db.execute("select sift.map_secret(%s, 'tei-key', %s)", [tenant, f"env:PGSIFT_{tenant.upper()}_TEI"])
+        for kind in KINDS:
+            role = role_name(tenant, kind)
+            if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
+                db.execute(f'create role "{role}" login')
+            db.execute(f'grant "sift_{kind}" to "{role}"')
+            db.execute("select sift.map_role(%s, %s)", [role, tenant])
+    # Impact lists exist for every tenant (the leg reads them).
+    assert db.execute("select count(distinct collection_id) from sift.term_lists").fetchone()[0] == 3
+    return TENANTS
+
+
+def fingerprint(db, tenant: str) -> dict[str, str]:
+    """Every row a tenant owns, table by table, as the operator sees it."""
+    out = {}
+    for table, predicate in OWNED.items():
+        out[table] = db.execute(f"select count(*)::text || ':' || coalesce(md5(string_agg(x::text, '|' "
+                                f"order by x::text)), '') from sift.{table} x where {predicate}",
+                                {"t": tenant}).fetchone()[0]
+    return out
+
+
+def foreign_ids(db, tenant: str) -> dict[str, list[Any]]:
+    """Ids and names that belong to tenants other than `tenant`: the attacker's ammunition."""
+    others = [t for t in TENANTS if t != tenant]
+
+    def ids(query: str) -> list[Any]:
+        return [r[0] for r in db.execute(query, {"o": others}).fetchall()]
+
+    return {
+        "collections": ids("select collection_id from sift.collections where tenant = any(%(o)s)"),
+        "names": ids("select distinct name::text from sift.collections where tenant = any(%(o)s)"),
+        "chunks": ids("select chunk_id from sift.chunks where collection_id in "
+                      "(select collection_id from sift.collections where tenant = any(%(o)s))"),
+        "documents": ids("select document_id from sift.documents where collection_id in "
+                         "(select collection_id from sift.collections where tenant = any(%(o)s))"),
+        "uris": ids("select source_uri from sift.documents where collection_id in "
+                    "(select collection_id from sift.collections where tenant = any(%(o)s))"),
+        "tenants": others,
+        "golden_sets": ids("select golden_set_id from sift.golden_sets where collection_id in "
+                           "(select collection_id from sift.collections where tenant = any(%(o)s))"),
+        "questions": ids("select question_id from sift.golden_questions q join sift.golden_sets s "
+                         "using (golden_set_id) join sift.collections c using (collection_id) "
+                         "where c.tenant = any(%(o)s)"),
+    }
+
+
+def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
+            rng: random.Random) -> list[tuple[str, Callable[[], Any]]]:
+    """(name, call) pairs: every public function, some internal ones with forged arguments,
+    every table read, direct writes; foreign names and ids in every argument."""
+    name = rng.choice(foe["names"])
+    other = rng.choice(foe["tenants"])
+    chunk_ids = rng.sample(foe["chunks"], 10)
+    doc_id = rng.choice(foe["documents"])
+    col_id = rng.choice(foe["collections"])
+    uri = rng.choice(foe["uris"])
+    vec = "[" + ",".join("0.5" for _ in range(DIMS)) + "]"
+
+    def rows(query: str, params: Any = None) -> Callable[[], Any]:
+        return lambda: conn.cursor(row_factory=dict_row).execute(query, params).fetchall()
+
+    def one(query: str, params: Any = None) -> Callable[[], Any]:
+        return lambda: conn.cursor(row_factory=dict_row).execute(query, params).fetchone()
+
+    own_collections = "select collection_id from sift.collections"
+    return [
+        ("search", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector)", [name, vec])),
+        ("search_several", rows("select * from sift.search(collections => array[%s, 'docs'], query_text => 'alpha')",
+                                [name])),
+        ("search_boost_foreign", rows("select * from sift.search('docs', 'alpha', knobs => %s)",
+                                      [Jsonb({"boost": {name: 2}})])),
+        ("explain", rows("select * from sift.explain('docs', 'alpha', %s::text::public.vector, chunk_ids => %s)",
+                         [vec, chunk_ids])),
+        ("candidates", rows("select * from sift.candidates(%s, 'alpha')", [name])),
+        ("finalize", rows("select * from sift.finalize('docs', %s)", [chunk_ids])),
+        ("finalize_foreign", rows("select * from sift.finalize(%s, %s)", [name, chunk_ids])),
+        ("knobs", rows("select * from sift.knobs(%s)", [name])),
+        ("collection_info", rows("select * from sift.collection_info(%s)", [name])),
+        ("collection_info_all", rows("select * from sift.collection_info()")),
+        ("rerank_texts", rows("select * from sift.rerank_texts(%s)", [chunk_ids])),
+        ("reranker_for", rows("select * from sift.reranker_for(%s)", [name])),
+        ("reranker_for_named", rows("select * from sift.reranker_for('docs', reranker => %s)", [f"{other}-rr"])),
+        ("eval_history", rows("select * from sift.eval_history(%s)", [name])),
+        ("rebind", rows("select * from sift.rebind_golden_set(%s, 'gs')", [name])),
+        ("lexical_query", one("select sift.lexical_query('alpha')")),
+        ("rrf", rows("select * from sift.rrf(%s, %s, 0.5, 5)", [chunk_ids, chunk_ids])),
+        ("recency_factor", one("select sift.recency_factor(now(), now(), '1 day', 0.5)")),
+        ("contextualize", one("select sift.contextualize('a', 'b')")),
+        ("current_tenant", one("select sift.current_tenant()")),
+        ("set_tenant", one("select sift.set_tenant(%s)", [other])),
+        ("create_collection", one("select sift.create_collection(%s, 8)", [f"new-{uuid.uuid4().hex[:6]}"])),
+        ("alter_collection", one("select sift.alter_collection(%s, '{\"dense_weight\": 0.99}')", [name])),
+        ("drop_collection", one("select sift.drop_collection(%s)", [name])),
+        ("delete_document", one("select sift.delete_document(%s, %s)", [name, uri])),
+        ("delete_document_own", one("select sift.delete_document('docs', %s)", [uri])),
+        ("refresh", rows("select * from sift.refresh_lexical_stats(%s, rebuild => true)", [name])),
+        ("register_reranker", one("select sift.register_reranker('rr', 'tei', base_url => 'http://127.0.0.1:9/')")),
+        ("drop_reranker", one("select sift.drop_reranker('rr-of-nobody')")),
+        ("record_usage", one("select sift.record_rerank_usage('rr', 'tei', 'tei', 1, 1, true)")),
+        ("store_threshold", one("select sift.store_calibrated_threshold(%s, 'rr', 0.5)", [name])),
+        ("map_secret", one("select sift.map_secret(%s, 'tei-key', 'env:DATABASE_URL')", [other])),
+        ("allow_endpoint", one("select sift.allow_endpoint('http://evil.example/', %s)", [other])),
+        ("map_role", one("select sift.map_role(current_user, %s)", [other])),
+        # internal functions, forged arguments: a collection row that is not the caller's
+        ("forged_dense_leg", rows("select * from sift._dense_leg(%s, 8, 'cosine', %s::text::"
+                                  "public.vector, '{}', 10, 10000)", [[col_id], vec])),
+        ("forged_bm25_scores", rows("select * from sift._bm25_scores(%s, array['alpha'], array[1.0], 5, 1.2, 0.4, "
+                                    "'alpha'::tsquery, null, 10)", [chunk_ids])),
+        ("forged_pool", rows("select * from sift._pool((select c from sift.collections c where collection_id = %s), "
+                             "sift._resolve_knobs((select c from sift.collections c where collection_id = %s), '{}'), "
+                             "'alpha', null, 10, '{}')", [col_id, col_id])),
+        ("forged_gather", one("select sift._gather_list_entries(%s, 100)", [col_id])),
+        ("forged_write_lists", one("select sift._write_lists(%s)", [col_id])),
+        # every table, read directly
+        *[(f"read {table}", rows(f"select * from sift.{table}")) for table in OWNED],
+        # direct writes aimed at another tenant
+        ("insert document", one("insert into sift.documents (collection_id, source_uri) values (%s, 'x') "
+                                "returning document_id", [col_id])),
+        ("write_chunks", one("select sift.write_chunks(%s, array[99], array['planted'], array[null], "
+                             "array[null]::integer[], array[%s])", [[doc_id], vec])),
+        ("insert chunk", one("insert into sift.chunks (document_id, ordinal, content, embedding) values "
+                             "(%s, 99, 'planted', %s::text::public.vector) returning chunk_id", [doc_id, vec])),
+        ("update chunks", one("update sift.chunks set context = 'x' where chunk_id = any(%s) returning 1",
+                              [chunk_ids])),
+        ("delete chunks", one("delete from sift.chunks where chunk_id = any(%s) returning 1", [chunk_ids])),
+        ("steal collection", one(f"update sift.collections set tenant = %s where collection_id in ({own_collections}) "
+                                 "returning 1", [other])),
+        ("forge stats", one("insert into sift.term_df_pending (collection_id, lexemes, counts) "
+                            "values (%s, array['alpha'], array[1000000]) returning 1", [col_id])),
+        ("forge usage", one("insert into sift.rerank_usage (tenant, provider, model, documents, latency_ms, ok, "
+                            "billed) values (%s, 'tei', 'tei', 1, 1, true, true) returning 1", [other])),
+        ("forge golden", one("insert into sift.golden_questions (golden_set_id, question_key, question) "
+                             "values (%s, 'planted', 'x') returning 1", [rng.choice(foe["golden_sets"])])),
+        ("delete golden", one("delete from sift.golden_positives where question_id = any(%s) returning 1",
+                              [foe["questions"]])),
+        ("delete usage", one("delete from sift.rerank_usage where tenant <> sift.current_tenant() returning 1")),
+        ("forge mapping", one("insert into sift.tenant_roles values (current_user, %s)", [other])),
+    ]
+
+
+# Functions that touch no table: they only echo what they are given.
+PURE = {"rrf", "recency_factor", "contextualize", "lexical_query"}
+ID_COLUMNS = {"chunk_id": "chunks", "document_id": "documents", "collection_id": "collections",
+              "golden_set_id": "golden_sets", "question_id": "questions"}
+
+
+def _foreign_rows(label: str, result: Any, foe: dict[str, list[Any]]) -> list[Any]:
+    """Rows of a result that belong to another tenant: a foreign id in an id column, a foreign
+    tenant, or a foreign tenant's name, title or source_uri anywhere."""
+    if label in PURE or result is None:
+        return []
+    marks = tuple(f"{t}-" for t in foe["tenants"])
+    found = []
+    for row in result if isinstance(result, list) else [result]:
+        foreign_id = any(row.get(col) in set(foe[kind]) for col, kind in ID_COLUMNS.items())
+        foreign_tenant = row.get("tenant") in foe["tenants"]
+        foreign_text = any(m in json.dumps(row, default=str) for m in marks)
+        if foreign_id or foreign_tenant or foreign_text:
+            found.append(row)
+    return found
+
+
+def test_isolation_suite(db, connect_as, tenants):
+    rng = random.Random(20261130)
+    before = {t: fingerprint(db, t) for t in TENANTS}
+    tried = refused = 0
+    leaks: list[tuple[str, str, Any]] = []
+    covered: set[str] = set()
+    for tenant in TENANTS:
+        foe = foreign_ids(db, tenant)
+        sessions = [(kind, connect_as(role_name(tenant, kind))) for kind in KINDS]
+        gateway = connect_as("t_gateway")
+        sessions.append(("gateway", gateway))
+        for kind, conn in sessions:
+            for _round in range(3):
+                for label, call in attacks(conn, tenant, foe, rng):
+                    covered.add(label)
+                    tried += 1
+                    try:
+                        with conn.transaction():
+                            if kind == "gateway":
+                                conn.execute("select sift.set_tenant(%s)", [tenant])
+                            result = call()
+                            if label == "current_tenant":
+                                assert result == {"current_tenant": tenant}, (kind, result)
+                            leaks += [(kind, label, r) for r in _foreign_rows(label, result, foe)]
+                            raise _Rollback
+                    except _Rollback:
+                        pass
+                    except psycopg.Error as exc:
+                        # a deliberate refusal: pgsift's own, a grant or policy, a key
+                        assert exc.sqlstate.startswith("SF") or exc.sqlstate in ("42501", "23503"), \
+                            (kind, label, exc.sqlstate, str(exc))
+                        refused += 1
+    assert leaks == []
+    after = {t: fingerprint(db, t) for t in TENANTS}
+    assert after == before   # every write was rolled back or refused: compare what stands
+    # Every public function of sift was attacked.
+    public = {r[0] for r in db.execute("select proname from pg_proc where pronamespace = 'sift'::regnamespace "
+                                       "and proname !~ '^_'").fetchall()}
+    attacked = {label.removesuffix("_own").removesuffix("_all").removesuffix("_foreign").removesuffix("_several")
+                .removesuffix("_named").removesuffix("_boost") for label in covered}
+    aliases = {"rebind": "rebind_golden_set", "refresh": "refresh_lexical_stats", "record_usage": "record_rerank_usage",
+               "store_threshold": "store_calibrated_threshold", "search_boost": "search"}
+    attacked = {aliases.get(a, a) for a in attacked}
+    assert public - attacked == set()
+    assert tried > 1000 and refused > 100
+    print(f"\nisolation: {tried} calls tried as {len(KINDS) + 1} roles x {len(TENANTS)} tenants, "
+          f"{refused} refused, 0 foreign rows seen, 0 foreign writes")
+
+
+def test_writes_stay_in_their_own_tenant(db, connect_as, tenants):
+    """Writes that succeed (no rollback this time) land in the writer's own tenant only."""
+    before = {t: fingerprint(db, t) for t in ("globex", "initech")}
+    writer = connect_as(role_name("acme", "admin"))
+    client = Client(writer)
+    client.create_collection("fresh", embedding_dims=DIMS)
+    client.upsert_documents("fresh", random_documents(np.random.default_rng(9), 5, DIMS))
+    client.upsert_documents("docs", random_documents(np.random.default_rng(10), 5, DIMS, prefix="more"))
+    client.alter_collection("docs", mmr_lambda=0.5)
+    client.delete_document("docs", "acme-docs-0")
+    assert client.drop_reranker("rr") is True
+    with pytest.raises(pgsift.CollectionNotFound):
+        client.drop_collection("globex-only")
+    with pytest.raises(pgsift.TenantError):
+        Client(writer, tenant="globex").search("docs", "alpha")
+    assert {c.tenant for c in client.list_collections()} == {"acme"}
+    assert {t: fingerprint(db, t) for t in ("globex", "initech")} == before
+
+
+class _Rollback(Exception):
+    """Leaves the attack's transaction without committing what succeeded."""
+
+
+# -- binding a tenant ------------------------------------------------------------------------
+
+def test_who_may_bind_a_tenant(db, connect_as):
+    Client(db, tenant="acme").create_collection("c", embedding_dims=4)
+    db.execute("select sift.map_role('t_reader', 'acme')")
+    reader = connect_as("t_reader")
+    assert reader.execute("select sift.current_tenant()").fetchone()[0] == "acme"
+    with pytest.raises(psycopg.Error) as info, reader.transaction():
+        reader.execute("select sift.set_tenant('globex')")
+    assert info.value.sqlstate == "SF010" and "acts for tenant" in info.value.diag.message_primary
+    with reader.transaction():   # binding its own tenant is allowed (and changes nothing)
+        assert reader.execute("select sift.set_tenant('acme')").fetchone()[0] == "acme"
+    # A gateway must bind, per transaction; a role with no mapping and no gateway may not.
+    gateway = connect_as("t_gateway")
+    with pytest.raises(psycopg.Error) as info:
+        gateway.execute("select sift.current_tenant()")
+    assert info.value.sqlstate == "SF010" and "no tenant is bound" in info.value.diag.message_primary
+    with gateway.transaction():
+        gateway.execute("select sift.set_tenant('acme')")
+        assert gateway.execute("select sift.current_tenant()").fetchone()[0] == "acme"
+    writer = connect_as("t_writer")
+    with pytest.raises(psycopg.Error) as info, writer.transaction():
+        writer.execute("select sift.set_tenant('acme')")
+    assert info.value.sqlstate == "SF010" and "may not choose a tenant" in info.value.diag.message_primary
+    with pytest.raises(pgsift.TenantError):
+        Client(writer).search("c", "x")
+
+
+def test_a_binding_left_on_a_pooled_connection_is_never_inherited(db, connect_as):
+    """A session-level SET (or a set_tenant by hand outside a transaction) stays on a pooled
+    server connection after its client is gone; the next client on it must not inherit it."""
+    for tenant in ("acme", "globex"):
+        Client(db, tenant=tenant).create_collection(f"{tenant}-c", embedding_dims=4)
+    gateway = connect_as("t_gateway")
+    gateway.execute("set pgsift.tenant = 'acme'")                       # session level, by hand
+    gateway.execute("select set_config('pgsift.tenant_txn', 'guess', false)")
+    with pytest.raises(psycopg.Error) as info:
+        gateway.execute("select * from sift.collection_info()")        # a later transaction
+    assert info.value.sqlstate == "SF010"
+    gateway.execute("select sift.set_tenant('acme')")                  # autocommit: its own transaction
+    with pytest.raises(psycopg.Error):
+        gateway.execute("select * from sift.collection_info()")        # gone with it
+    assert [c.name for c in Client(gateway, tenant="globex").list_collections()] == ["globex-c"]
+
+
+def test_a_role_without_grants_gets_nothing(db, connect_as):
+    Client(db).create_collection("c", embedding_dims=4)
+    nobody = connect_as("t_nobody")
+    for query in ("select * from sift.search('c', 'x')", "select * from sift.collections",
+                  "select sift.current_tenant()", "select * from sift.knobs()"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            nobody.execute(query)
+
+
+# -- search_path: nothing planted is ever called ----------------------------------------------
+
+PLANTS = [
+    # More specific signatures than pg_catalog's polymorphic ones win on a path: these would be
+    # chosen over pg_catalog.cardinality(anyarray), array_position(anycompatiblearray, ...), ...
+    "create function public.cardinality(bigint[]) returns integer language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('cardinality'); return 1; end $$",
+    "create function public.array_position(text[], text) returns integer language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('array_position'); return 1; end $$",
+    "create function public.unnest(bigint[]) returns setof bigint language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('unnest'); return; end $$",
+    "create function public.coalesce_planted(text) returns text language sql as $$ select $1 $$",
+    "create function public.array_length(integer[], integer) returns integer language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('array_length'); return 1; end $$",
+    "create function public.jsonb_typeof(jsonb) returns text language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('jsonb_typeof'); return 'object'; end $$",
+    "create function public.lower(text) returns text language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('lower'); return $1; end $$",
+    # Operators beside pgvector's own: an exact vector <=> vector would shadow pgvector's.
+    "create function public.planted_distance(public.vector, public.vector) returns float8 language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('<=>'); return 0; end $$",
+    "create operator public.<<=>> (leftarg = public.vector, rightarg = public.vector, "
+    "function = public.planted_distance)",
+    "create function public.planted_eq(bigint, bigint[]) returns boolean language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('='); return true; end $$",
+    "create function public.planted_concat(bigint[], bigint[]) returns bigint[] language plpgsql as "
+    "$$ begin insert into public.planted_calls values ('||'); return $1; end $$",
+    "create operator public.|| (leftarg = bigint[], rightarg = bigint[], function = public.planted_concat)",
+]
+
+
+def test_nothing_planted_in_the_vector_schema_is_called(db, connect_as):
+    """A role allowed to create in pgvector's schema (public here; the default on PostgreSQL
+    14 and older) plants functions and operators that would win on a naive search_path.
+    The operator (a superuser) then runs every kind of call: none of them is ever invoked."""
+    db.execute("create table public.planted_calls (what text)")
+    db.execute("grant insert on public.planted_calls to public")
+    db.execute("grant create on schema public to t_nobody")
+    attacker = connect_as("t_nobody")
+    for statement in PLANTS:
+        attacker.execute(statement)
+    client = Client(db)   # the operator, with a default search_path ("$user", public)
+    assert db.execute("show search_path").fetchone()[0] == '"$user", public'
+    client.create_collection("c", embedding_dims=DIMS, mmr_lambda=0.5, recency_field="published")
+    client.upsert_documents("c", random_documents(np.random.default_rng(5), 30, DIMS))
+    client.refresh_lexical_stats("c")
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 2, list_size => 3, rebuild => true)")
+    query = np.ones(DIMS)
+    for knobs in ({}, {"exact_search_limit": 0}, {"lexical_budget": 100, "lexical_exact_limit": 0},
+                  {"per_document_cap": 1, "lost_in_the_middle": True}, {"preset": "pgvector"}):
+        assert len(client.search("c", "alpha bravo", embedding=query, top_k=5, **knobs)) == 5
+        client.explain("c", "alpha", embedding=query, top_k=5, chunk_ids=[1, 2, 3], **knobs)
+    client.finalize("c", [1, 2, 3], [0.3, 0.2, 0.1])
+    client.knobs("c", dense_weight=0.3)
+    client.alter_collection("c", search_language="simple")
+    client.delete_document("c", "doc-0")
+    db.execute("select sift.lexical_query('alpha -bravo \"charlie delta\"')")
+    db.execute("select * from sift.rrf(array[1,2], array[2,3], 0.5, 5)")
+    pgsift.migrate(db, force=True)
+    assert db.execute("select count(*) from public.planted_calls").fetchone()[0] == 0
+
+
+# -- row-level security keeps the dense leg on its index --------------------------------------
+
+def test_the_dense_leg_walks_hnsw_under_row_level_security(db, connect_as):
+    client = Client(db, tenant="acme")
+    client.create_collection("big", embedding_dims=DIMS, exact_search_limit=10)
+    client.upsert_documents("big", random_documents(np.random.default_rng(3), 200, DIMS))
+    db.execute("analyze sift.chunks")
+    db.execute("select sift.map_role('t_reader', 'acme')")
+    reader = connect_as("t_reader")
+    statement = db.execute("select sift._dense_leg_sql(%s, 'cosine', false, false)", [DIMS]).fetchone()[0]
+    col = db.execute("select collection_id from sift.collections where name = 'big'").fetchone()[0]
+    reader.execute(psycopg.sql.SQL("prepare leg(public.vector, bigint[], jsonb, integer) as {}").format(
+        psycopg.sql.SQL(statement)))
+    vector = "[" + ",".join("0.3" for _ in range(DIMS)) + "]"
+    plan = reader.execute(psycopg.sql.SQL("explain (format json) execute leg({}, {}, '{{}}', 10)").format(
+        psycopg.sql.Literal(vector), psycopg.sql.Literal([col]))).fetchone()[0]
+    nodes, stack = [], [plan[0]["Plan"]]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        stack += node.get("Plans", [])
+    scans = [n for n in nodes if n.get("Index Name", "").startswith("chunks_hnsw_cosine_")]
+    assert scans and scans[0]["Node Type"] == "Index Scan"
+    # the tenant's policy is a filter on that scan, computed once (an InitPlan)
+    assert any("InitPlan" in (n.get("Subplan Name") or "") or n.get("Parent Relationship") == "InitPlan"
+               for n in nodes)
+    hits = Client(reader).search("big", embedding=np.ones(DIMS), top_k=10)
+    assert len(hits) == 10
