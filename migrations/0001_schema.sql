@@ -14,9 +14,9 @@
 create domain sift.name as text
     constraint name_shape check (btrim(value) <> '' and length(value) <= 128);
 create domain sift.distance as text
-    constraint distance_known check (value in ('cosine', 'l2', 'inner_product'));
+    constraint distance_valid check (value in ('cosine', 'l2', 'inner_product'));
 create domain sift.match_count as integer
-    constraint match_count_range check (value between 0 and 1000);
+    constraint match_count_valid check (value between 0 and 1000);
 
 create table sift.collections (
     collection_id   bigint generated always as identity primary key,
@@ -24,7 +24,7 @@ create table sift.collections (
     name            sift.name not null,
     search_language regconfig not null default 'english',
     embedding_dims  integer not null
-                    constraint embedding_dims_range check (embedding_dims between 1 and 2000),
+                    constraint embedding_dims_valid check (embedding_dims between 1 and 2000),
     distance        sift.distance not null default 'cosine',
     description     text constraint description_length check (length(description) <= 10000),
     -- The knob values set for this collection (absent: the default of
@@ -176,7 +176,7 @@ create table sift.golden_sets (
     collection_id bigint not null references sift.collections on delete cascade,
     name          sift.name not null,
     judged_at     text not null default 'chunk'
-                  constraint judged_at_known check (judged_at in ('chunk', 'document')),
+                  constraint judged_at_valid check (judged_at in ('chunk', 'document')),
     source        text,
     description   text,
     created_at    timestamptz not null default now(),
@@ -206,7 +206,7 @@ create table sift.golden_positives (
     content     text not null
                 constraint positive_content_not_blank check (btrim(content) <> ''),
     grade       integer not null default 1
-                constraint grade_range check (grade between 1 and 100)
+                constraint grade_valid check (grade between 1 and 100)
 );
 create index golden_positives_question_idx on sift.golden_positives (question_id);
 create index golden_positives_chunk_idx on sift.golden_positives (chunk_id);
@@ -220,7 +220,7 @@ create table sift.eval_runs (
     -- 'pipeline', 'dense' / 'lexical' (baselines) or 'sweep <knob>=<value>'.
     label         text not null
                   constraint label_shape check (btrim(label) <> '' and length(label) <= 512),
-    k             integer not null constraint k_range check (k between 1 and 1000),
+    k             integer not null constraint k_valid check (k between 1 and 1000),
     settings      jsonb not null default '{}'
                   constraint settings_is_object check (jsonb_typeof(settings) = 'object'),
     metrics       jsonb not null
@@ -234,13 +234,13 @@ create index eval_runs_golden_set_idx on sift.eval_runs (golden_set_id);
 -- runs in the client; these tables say which reranker a search uses and
 -- record what each call cost. No table holds a secret.
 create domain sift.rerank_timeout_ms as integer
-    constraint rerank_timeout_ms_range check (value between 50 and 60000);
+    constraint rerank_timeout_ms_valid check (value between 50 and 60000);
 create domain sift.rerank_deadline_ms as integer
-    constraint rerank_deadline_ms_range check (value between 50 and 60000);
+    constraint rerank_deadline_ms_valid check (value between 50 and 60000);
 create domain sift.rerank_attempts as integer
-    constraint rerank_attempts_range check (value between 1 and 5);
+    constraint rerank_attempts_valid check (value between 1 and 5);
 create domain sift.rerank_context_chars as integer
-    constraint rerank_context_chars_range check (value between 0 and 100000);
+    constraint rerank_context_chars_valid check (value between 0 and 100000);
 
 -- The providers pgsift can call: the one list, read by the CHECKs here and by
 -- the Python client (pgsift.rerankers has one implementation per row).

@@ -258,11 +258,8 @@ begin
     -- Writers share this collection's lock; building impact lists takes it
     -- alone (sift.refresh_lexical_stats), so no chunk lands between a list's
     -- snapshot and the list becoming visible. Writers never wait on each other.
-    perform pg_advisory_xact_lock_shared(
-        sift._lists_lock_key(case when tg_op = 'DELETE' then old.collection_id
-                                  else (select d.collection_id from sift.documents d
-                                        where d.document_id = new.document_id) end));
     if tg_op = 'DELETE' then
+        perform pg_advisory_xact_lock_shared(sift._lists_lock_key(old.collection_id));
         return old;
     end if;
     if tg_op = 'UPDATE' then
@@ -283,6 +280,7 @@ begin
     if new.collection_id is null then
         raise exception 'unknown document %', new.document_id using errcode = 'SF006';
     end if;
+    perform pg_advisory_xact_lock_shared(sift._lists_lock_key(new.collection_id));
 
     select c.* into col from sift.collections c where c.collection_id = new.collection_id;
     if tg_op = 'INSERT' then

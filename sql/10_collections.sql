@@ -50,7 +50,11 @@ begin
         raise exception 'no HNSW index for % dimensions and distance %', dims, distance using errcode = 'SF003';
     end if;
     -- One partial index per (dimension, distance): pgvector needs a fixed
-    -- dimension to index, and the predicate keeps other dimensions out.
+    -- dimension to index, and the predicate keeps other dimensions out. Looked up
+    -- first, so a second collection of a size prints no "already exists" notice.
+    if pg_catalog.to_regclass(pg_catalog.format('sift.%I', index_name)) is not null then
+        return index_name;
+    end if;
     execute format(
         'create index if not exists %I on sift.chunks using hnsw '
         '((embedding::@extschema:vector@.vector(%s)) @extschema:vector@.%s) '
@@ -80,7 +84,12 @@ declare
 begin
     if distance is null or distance not in ('cosine', 'l2', 'inner_product') then
         raise exception 'distance must be cosine, l2 or inner_product, got "%"', left(distance, 100)
-            using errcode = '23514', constraint = 'distance_known';
+            using errcode = '23514', constraint = 'distance_valid';
+    end if;
+    if embedding_dims is null or embedding_dims not between 1 and 2000 then
+        raise exception 'embedding_dims must be between 1 and 2000 (pgvector''s HNSW limit), got %',
+            coalesce(embedding_dims::text, 'null')
+            using errcode = '23514', constraint = 'embedding_dims_valid';
     end if;
     insert into sift.collections as c
         (tenant, name, search_language, embedding_dims, distance, description, knobs)

@@ -71,7 +71,7 @@ begin
     perform sift._check_vector(cols[1], query_embedding, 'query_embedding');
     if match_count is null or match_count not between 0 and 1000 then
         raise exception 'match_count must be between 0 and 1000, got %', match_count
-            using errcode = '23514', constraint = 'match_count_range';
+            using errcode = '23514', constraint = 'match_count_valid';
     end if;
     if filter is not null and jsonb_typeof(filter) <> 'object' then
         raise exception 'filter must be a JSON object, got %', jsonb_typeof(filter)

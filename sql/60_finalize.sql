@@ -428,7 +428,7 @@ declare
 begin
     if match_count is null or match_count not between 0 and 1000 then
         raise exception 'match_count must be between 0 and 1000, got %', match_count
-            using errcode = '23514', constraint = 'match_count_range';
+            using errcode = '23514', constraint = 'match_count_valid';
     end if;
     if cardinality(finalize.chunk_ids) > 10000 then
         raise exception 'chunk_ids has % ids; a pool is at most 10,000', cardinality(finalize.chunk_ids)

@@ -123,3 +123,23 @@ def random_documents(rng: np.random.Generator, n_docs: int, dims: int, chunks_pe
         docs.append(Document(source_uri=f"{prefix}-{i}", title=f"{prefix} {i}", chunks=chunks,
                              metadata={"n": i, "parity": "even" if i % 2 == 0 else "odd"}))
     return docs
+
+
+# -- figures: counts a test measured (calls tried, searches run), printed at the end of a run -------
+
+@pytest.fixture
+def figure(request: pytest.FixtureRequest) -> Callable[[str, int], None]:
+    """record(name, value): a figure this test measured, listed in the run's summary."""
+    def record(name: str, value: int) -> None:
+        request.node.user_properties.append((f"figure: {name} ({request.node.name})", value))
+    return record
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    figures = [(str(name).removeprefix("figure: "), int(value))
+               for report in terminalreporter.stats.get("passed", []) if report.when == "call"
+               for name, value in report.user_properties if str(name).startswith("figure: ")]
+    if figures:
+        terminalreporter.section("figures")
+        for name, value in sorted(figures):
+            terminalreporter.write_line(f"{value:>10,}  {name}")

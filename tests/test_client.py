@@ -352,6 +352,22 @@ def test_out_of_range_search_knob(client):
     assert info.value.knob == "dense_weight"
 
 
+def test_out_of_range_arguments_are_not_knobs(client):
+    # top_k, embedding_dims and a reranker's settings are arguments: InvalidArgument, never
+    # an InvalidKnob naming something sift.knobs() does not list.
+    client.create_collection("c", embedding_dims=DIMS)
+    for call in (lambda: client.search("c", "x", top_k=5000),
+                 lambda: client.create_collection("d", embedding_dims=5000),
+                 lambda: client.finalize("c", [1], top_k=-1)):
+        with pytest.raises(pgsift.InvalidArgument) as info:
+            call()
+        assert type(info.value) is pgsift.InvalidArgument
+    with pytest.raises(pgsift.InvalidArgument, match="match_count"):
+        client.search("c", "x", top_k=1001)
+    with pytest.raises(pgsift.InvalidArgument):
+        client.create_collection("e", embedding_dims=DIMS, distance="manhattan")
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf")], ids=["nan", "inf"])
 def test_non_finite_embeddings(db, client, value):
     client.create_collection("c", embedding_dims=DIMS)

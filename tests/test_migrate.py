@@ -210,7 +210,7 @@ def test_concurrent_migrates_on_a_new_database(empty_database):
         assert rows.fetchall() == [(v, 1) for v in versions]
 
 
-def test_searches_survive_migrates_under_load(db, dsn):
+def test_searches_survive_migrates_under_load(db, dsn, figure):
     """Searches run from several connections while migrate re-applies every function file
     (forced: the case of an upgrade) again and again: none fails, each waits at most briefly."""
     client = Client(db)
@@ -246,6 +246,7 @@ def test_searches_survive_migrates_under_load(db, dsn):
             t.join(timeout=60)
     assert failures == []
     assert searches[0] > 0
+    figure("searches during 12 migrate runs (6 forced), 0 failed", searches[0])
 
 
 # -- a non-superuser installs it, as on a managed server -------------------------------------

@@ -34,6 +34,14 @@ SLACK_S = 0.25
 SEARCH_SLACK_S = 1.0
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _providers_imported():
+    # The deadline covers building a reranker; importing a provider's package the first time
+    # (seconds on a loaded machine) is a process's one-off cost, not what these tests bound.
+    import cohere  # noqa: F401
+    import voyageai  # noqa: F401
+
+
 @pytest.fixture(autouse=True)
 def _loopback_only(monkeypatch):
     # Nothing here may go through a proxy: every server is on 127.0.0.1.

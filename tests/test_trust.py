@@ -244,7 +244,7 @@ def _foreign_rows(label: str, result: Any, foe: dict[str, list[Any]]) -> list[An
     return found
 
 
-def test_isolation_suite(db, connect_as, tenants):
+def test_isolation_suite(db, connect_as, tenants, figure):
     rng = random.Random(20261130)
     before = {t: fingerprint(db, t) for t in TENANTS}
     tried = refused = 0
@@ -289,8 +289,8 @@ def test_isolation_suite(db, connect_as, tenants):
     attacked = {aliases.get(a, a) for a in attacked}
     assert public - attacked == set()
     assert tried > 1000 and refused > 100
-    print(f"\nisolation: {tried} calls tried as {len(KINDS) + 1} roles x {len(TENANTS)} tenants, "
-          f"{refused} refused, 0 foreign rows seen, 0 foreign writes")
+    figure("isolation calls tried, 0 foreign rows, 0 foreign writes", tried)
+    figure("isolation calls refused", refused)
 
 
 def test_writes_stay_in_their_own_tenant(db, connect_as, tenants):

@@ -16,6 +16,7 @@ from .errors import (
     DimensionMismatch,
     DocumentNotFound,
     EmbedderUnavailable,
+    EvaluationUnavailable,
     GoldenSetExists,
     GoldenSetNotFound,
     ImmutableChunk,
@@ -25,6 +26,7 @@ from .errors import (
     MigrationError,
     PermissionDenied,
     PgsiftError,
+    ReadOnlyDatabase,
     RerankerNotAllowed,
     ServerUnavailable,
     TenantError,
@@ -53,9 +55,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a checkout witho
 
 __all__ = [
     "AsyncClient", "Candidate", "Chunk", "Client", "Collection", "CollectionExists", "CollectionNotFound",
-    "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "Explanation",
-    "GoldenSetExists", "GoldenSetNotFound", "Hit", "ImmutableChunk", "IncompatibleCollections", "InvalidArgument",
-    "InvalidKnob", "Knob", "MigrationError", "PermissionDenied", "PgsiftError", "Reranked", "RerankerConfig",
-    "RerankerNotAllowed", "SearchResult", "ServerUnavailable", "TenantError", "UnknownLanguage", "amigrate",
-    "install_script", "migrate", "rerankers",
+    "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "EvaluationUnavailable",
+    "Explanation", "GoldenSetExists", "GoldenSetNotFound", "Hit", "ImmutableChunk", "IncompatibleCollections",
+    "InvalidArgument", "InvalidKnob", "Knob", "MigrationError", "PermissionDenied", "PgsiftError", "ReadOnlyDatabase",
+    "Reranked", "RerankerConfig", "RerankerNotAllowed", "SearchResult", "ServerUnavailable", "TenantError",
+    "UnknownLanguage", "amigrate", "install_script", "migrate", "rerankers",
 ]

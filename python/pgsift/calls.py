@@ -155,7 +155,7 @@ Batch = list[tuple[Document, dict[str, Any], list[Row]]]
 
 
 def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any], list[Row]]:
-    """One document's row and its chunks' COPY rows, checked before anything is sent."""
+    """One document's row and its chunks' rows, checked before anything is sent."""
     uri = check_text(doc.source_uri, "source_uri", blank=False)
     if not doc.chunks:
         raise InvalidArgument(f"document {uri!r} has no chunks")
@@ -176,21 +176,35 @@ def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any]
     return params, rows
 
 
-def chunk_arrays(document_ids: list[int], batch: Batch) -> dict[str, list[Any]]:
-    """A batch's chunks as sift.write_chunks' parallel arrays."""
-    columns: dict[str, list[Any]] = {k: [] for k in ("document_ids", "ordinals", "contents", "contexts",
-                                                      "token_counts", "embeddings")}
+# Chunks per sift.write_chunks statement: bounds the statement's size (a 384-d chunk is about
+# 5 kB of text) however large a document is; a document of more is written by several
+# statements in its one transaction.
+CHUNKS_PER_STATEMENT = 2000
+
+
+def chunk_arrays(document_ids: list[int], batch: Batch,
+                 per_statement: int = CHUNKS_PER_STATEMENT) -> Iterator[dict[str, list[Any]]]:
+    """A batch's chunks as sift.write_chunks' parallel arrays, at most `per_statement` at a time."""
+    keys = ("document_ids", "ordinals", "contents", "contexts", "token_counts", "embeddings")
+    columns: dict[str, list[Any]] = {k: [] for k in keys}
     for doc_id, (_, _, rows) in zip(document_ids, batch, strict=True):
         for ordinal, content, context, token_count, vec in rows:
-            for key, value in zip(columns, (doc_id, ordinal, content, context, token_count, vec), strict=True):
+            for key, value in zip(keys, (doc_id, ordinal, content, context, token_count, vec), strict=True):
                 columns[key].append(value)
-    return columns
+            if len(columns["ordinals"]) == per_statement:
+                yield columns
+                columns = {k: [] for k in keys}
+    if columns["ordinals"]:
+        yield columns
 
 
-def batches(collection: Collection, documents: Iterable[Document], size: int) -> Iterator[Batch]:
-    """Documents checked and converted for writing, `size` at a time. A document that fails
-    the checks first yields the valid ones before it, then raises."""
+def batches(collection: Collection, documents: Iterable[Document], size: int,
+            max_chunks: int = CHUNKS_PER_STATEMENT) -> Iterator[Batch]:
+    """Documents checked and converted for writing, `size` at a time, or fewer once they
+    hold `max_chunks` chunks (a large document is a batch of its own). A document that
+    fails the checks first yields the valid ones before it, then raises."""
     batch: Batch = []
+    chunks = 0
     for doc in documents:
         try:
             params, rows = document_rows(collection, doc)
@@ -198,9 +212,13 @@ def batches(collection: Collection, documents: Iterable[Document], size: int) ->
             if batch:
                 yield batch
             raise
-        batch.append((doc, params, rows))
-        if len(batch) == size:
+        if batch and chunks + len(rows) > max_chunks:
             yield batch
-            batch = []
+            batch, chunks = [], 0
+        batch.append((doc, params, rows))
+        chunks += len(rows)
+        if len(batch) == size or chunks >= max_chunks:
+            yield batch
+            batch, chunks = [], 0
     if batch:
         yield batch

@@ -3,7 +3,8 @@
 Written once, async; tools/async_to_sync.py generates Client (client.py) from it.
 
 Every ranking decision happens in SQL (sift.search, sift.explain, sift.finalize);
-the client adapts arguments, writes documents with COPY, makes the rerank call
+the client adapts arguments, writes chunks with sift.write_chunks (COPY is refused
+under row-level security), makes the rerank call
 (the one step that leaves the database) and turns database errors into typed
 ones. Each call is one transaction with the tenant bound first
 (sift.set_tenant, transaction-local), sent in one round trip, and never a
@@ -174,8 +175,10 @@ class AsyncClient:
                                progress: Callable[[Document], None] | None = None,
                                refresh_every: int = REFRESH_EVERY,
                                batch_documents: int = BATCH_DOCUMENTS) -> list[int]:
-        """Write documents: the document rows, then their chunks by one COPY, replacing any
-        chunks they had, `batch_documents` documents to a transaction. A failing document
+        """Write documents: the document rows, then their chunks (sift.write_chunks, up to
+        2,000 a statement), replacing any chunks they had, `batch_documents` documents (or
+        fewer, once they hold 2,000 chunks) to a transaction; a document is always written
+        whole, in one transaction, however many chunks it has. A failing document
         leaves its previous version intact and the ones before it written: a batch that fails
         is rolled back and written again one document per transaction, so the error names the
         document. Lexical statistics are refreshed every `refresh_every` documents and at the end."""
@@ -218,7 +221,8 @@ class AsyncClient:
                 if not cur.nextset():
                     break
             await conn.execute(q.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
-            await conn.execute(q.WRITE_CHUNKS, calls.chunk_arrays(doc_ids, batch), prepare=False)
+            for arrays in calls.chunk_arrays(doc_ids, batch):
+                await conn.execute(q.WRITE_CHUNKS, arrays, prepare=False)
         return doc_ids
 
     async def delete_document(self, collection: str, source_uri: str) -> bool:
@@ -380,7 +384,8 @@ class AsyncClient:
             raise InvalidArgument(f"unknown reranker setting(s): {', '.join(sorted(unknown))}")
         given = {"alias": calls.check_text(alias, "alias", blank=False),
                  "provider": calls.check_text(provider, "provider", blank=False),
-                 **{k: v for k, v in settings.items() if v is not None}}
+                 **{k: calls.check_text(v, k) if isinstance(v, str) else v
+                    for k, v in settings.items() if v is not None}}
         async with self.transaction() as conn:
             cur = await conn.execute(q.register_reranker(list(given)), given, prepare=False)
             names = [d.name for d in cur.description or ()]

@@ -72,6 +72,11 @@ class PermissionDenied(PgsiftError, PermissionError):
     """The database refused: this role lacks the grant, or the row is another tenant's."""
 
 
+class ReadOnlyDatabase(PgsiftError, PermissionError):
+    """A write reached a read-only server (a hot standby) or a read-only transaction: send
+    writes to the primary."""
+
+
 class RerankerNotAllowed(PgsiftError, PermissionError):
     """A reranker (or its endpoint) is not this tenant's to use."""
 
@@ -124,6 +129,8 @@ SQLSTATES: dict[str, Code] = {
     "23514": Code(InvalidKnob, "check_violation: a knob's domain (named) or a table CHECK"),
     "23505": Code(CollectionExists, "unique_violation: a collection or golden set name is taken"),
     "42501": Code(PermissionDenied, "insufficient_privilege: a grant or row-level policy refused"),
+    "25006": Code(ReadOnlyDatabase, "read_only_sql_transaction: a write on a standby or a read-only transaction"),
+    "22003": Code(InvalidArgument, "numeric_value_out_of_range: a number too large for its type"),
     "22P02": Code(InvalidArgument, "invalid_text_representation: a malformed vector"),
 }
 
@@ -164,6 +171,10 @@ def translate(exc: psycopg.Error) -> Exception:
         m = _DOMAIN.search(message)
         if constraint in _SHAPES or (m and m.group(1) == "name"):
             return InvalidArgument(f"{_SHAPES.get(constraint, 'a name must be 1 to 128 characters')}: {full}")
+        # A knob's domain CHECK names the knob; an argument's or a table column's CHECK is
+        # <name>_valid (top_k, embedding_dims, a reranker's timeout): not a knob.
+        if constraint.endswith("_valid"):
+            return InvalidArgument(f"invalid {constraint.removesuffix('_valid')}: {full}")
         if m or constraint.endswith(("_range", "_known")):
             knob = m.group(1) if m else constraint.rsplit("_", 1)[0]
             return InvalidKnob(f"invalid value for {knob}: {message}", knob=knob)

@@ -345,7 +345,7 @@ def get_golden_set(client: Client, collection: str, name: str | None = None) -> 
                                 "(import one with `pgsift golden import`)")
     if len(sets) > 1:
         raise InvalidArgument(f'collection "{collection}" has {len(sets)} golden sets '
-                              f"({', '.join(s.name for s in sets)}): name one (--golden NAME)")
+                              f"({', '.join(s.name for s in sets)}): name one")
     return sets[0]
 
 

@@ -60,14 +60,18 @@ def migrate(conn: psycopg.Connection[Any], *, force: bool = False, attempts: int
 def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
     applied_now: list[str] = []
     with conn.transaction():
+        standby, installed = (conn.execute(q.STANDBY_STATE, prepare=False)).fetchone() or (False, False)
+        if standby:
+            _check_standby(conn, installed)
+            return applied_now
         for statement in q.MIGRATE_PRELUDE:
-            conn.execute(statement)
-        row = (conn.execute(q.VECTOR_SCHEMA)).fetchone()
+            conn.execute(statement, prepare=False)
+        row = (conn.execute(q.VECTOR_SCHEMA, prepare=False)).fetchone()
         if row is None:
             raise MigrationError("the vector extension is not installed and could not be created")
         vector_schema = row[0]
-        done = dict((conn.execute(q.APPLIED_MIGRATIONS)).fetchall())
-        recorded = (conn.execute(q.APPLIED_FUNCTIONS)).fetchone()
+        done = dict((conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
+        recorded = (conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
         pending = [m for m in migration_files() if m.version not in done]
         for mig in migration_files():
             if mig.version in done and done[mig.version] != mig.sha256:
@@ -77,19 +81,32 @@ def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
         sha = functions_sha256()
         if not force and not pending and recorded is not None and recorded[0] == sha:
             return applied_now   # up to date: no lock taken, nothing re-applied
-        conn.execute(q.LOCK_TIMEOUT, {"ms": str(LOCK_TIMEOUT_MS)})
-        tables = [r[0] for r in (conn.execute(q.SIFT_TABLES)).fetchall()]
+        conn.execute(q.LOCK_TIMEOUT, {"ms": str(LOCK_TIMEOUT_MS)}, prepare=False)
+        tables = [r[0] for r in (conn.execute(q.SIFT_TABLES, prepare=False)).fetchall()]
         if pending and tables:
             # An upgrade alters tables: every lock up front, in one order, or none.
-            conn.execute(q.lock_tables(tables))
+            conn.execute(q.lock_tables(tables), prepare=False)
         for mig in pending:
-            conn.execute(with_vector_schema(mig.text, vector_schema))
-            conn.execute(q.RECORD_MIGRATION, {"version": mig.version, "sha256": mig.sha256})
+            conn.execute(with_vector_schema(mig.text, vector_schema), prepare=False)
+            conn.execute(q.RECORD_MIGRATION, {"version": mig.version, "sha256": mig.sha256}, prepare=False)
             applied_now.append(mig.version)
         for fn in function_files():
-            conn.execute(with_vector_schema(fn.text, vector_schema))
-        conn.execute(q.RECORD_FUNCTIONS, {"sha256": sha})
+            conn.execute(with_vector_schema(fn.text, vector_schema), prepare=False)
+        conn.execute(q.RECORD_FUNCTIONS, {"sha256": sha}, prepare=False)
     return applied_now
+
+
+def _check_standby(conn: psycopg.Connection[Any], installed: bool) -> None:
+    """On a read-only standby nothing is written: it is up to date when the primary it
+    replays is, else the error says where to run migrate."""
+    if installed:
+        done = dict((conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
+        recorded = (conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
+        if (all(done.get(m.version) == m.sha256 for m in migration_files())
+                and recorded is not None and recorded[0] == functions_sha256()):
+            return
+    raise MigrationError("this server is a read-only standby and pgsift on it is not this version: "
+                         "run migrate on the primary (the standby replays it)")
 
 
 def install_script() -> str:

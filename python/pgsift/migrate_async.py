@@ -58,14 +58,18 @@ async def migrate(conn: psycopg.AsyncConnection[Any], *, force: bool = False, at
 async def _migrate_once(conn: psycopg.AsyncConnection[Any], force: bool) -> list[str]:
     applied_now: list[str] = []
     async with conn.transaction():
+        standby, installed = await (await conn.execute(q.STANDBY_STATE, prepare=False)).fetchone() or (False, False)
+        if standby:
+            await _check_standby(conn, installed)
+            return applied_now
         for statement in q.MIGRATE_PRELUDE:
-            await conn.execute(statement)
-        row = await (await conn.execute(q.VECTOR_SCHEMA)).fetchone()
+            await conn.execute(statement, prepare=False)
+        row = await (await conn.execute(q.VECTOR_SCHEMA, prepare=False)).fetchone()
         if row is None:
             raise MigrationError("the vector extension is not installed and could not be created")
         vector_schema = row[0]
-        done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS)).fetchall())
-        recorded = await (await conn.execute(q.APPLIED_FUNCTIONS)).fetchone()
+        done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
+        recorded = await (await conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
         pending = [m for m in migration_files() if m.version not in done]
         for mig in migration_files():
             if mig.version in done and done[mig.version] != mig.sha256:
@@ -75,19 +79,32 @@ async def _migrate_once(conn: psycopg.AsyncConnection[Any], force: bool) -> list
         sha = functions_sha256()
         if not force and not pending and recorded is not None and recorded[0] == sha:
             return applied_now   # up to date: no lock taken, nothing re-applied
-        await conn.execute(q.LOCK_TIMEOUT, {"ms": str(LOCK_TIMEOUT_MS)})
-        tables = [r[0] for r in await (await conn.execute(q.SIFT_TABLES)).fetchall()]
+        await conn.execute(q.LOCK_TIMEOUT, {"ms": str(LOCK_TIMEOUT_MS)}, prepare=False)
+        tables = [r[0] for r in await (await conn.execute(q.SIFT_TABLES, prepare=False)).fetchall()]
         if pending and tables:
             # An upgrade alters tables: every lock up front, in one order, or none.
-            await conn.execute(q.lock_tables(tables))
+            await conn.execute(q.lock_tables(tables), prepare=False)
         for mig in pending:
-            await conn.execute(with_vector_schema(mig.text, vector_schema))
-            await conn.execute(q.RECORD_MIGRATION, {"version": mig.version, "sha256": mig.sha256})
+            await conn.execute(with_vector_schema(mig.text, vector_schema), prepare=False)
+            await conn.execute(q.RECORD_MIGRATION, {"version": mig.version, "sha256": mig.sha256}, prepare=False)
             applied_now.append(mig.version)
         for fn in function_files():
-            await conn.execute(with_vector_schema(fn.text, vector_schema))
-        await conn.execute(q.RECORD_FUNCTIONS, {"sha256": sha})
+            await conn.execute(with_vector_schema(fn.text, vector_schema), prepare=False)
+        await conn.execute(q.RECORD_FUNCTIONS, {"sha256": sha}, prepare=False)
     return applied_now
+
+
+async def _check_standby(conn: psycopg.AsyncConnection[Any], installed: bool) -> None:
+    """On a read-only standby nothing is written: it is up to date when the primary it
+    replays is, else the error says where to run migrate."""
+    if installed:
+        done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
+        recorded = await (await conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
+        if (all(done.get(m.version) == m.sha256 for m in migration_files())
+                and recorded is not None and recorded[0] == functions_sha256()):
+            return
+    raise MigrationError("this server is a read-only standby and pgsift on it is not this version: "
+                         "run migrate on the primary (the standby replays it)")
 
 
 def install_script() -> str:

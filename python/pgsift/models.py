@@ -269,7 +269,19 @@ def vector_text(embedding: Any, what: str = "embedding") -> str:
         raise InvalidArgument(f"{what} has {arr.size} dimensions; pgvector stores at most 16,000")
     if not np.all(np.isfinite(arr)):
         raise InvalidArgument(f"{what} contains NaN or infinity")
-    return "[" + ",".join(repr(float(x)) for x in arr.tolist()) + "]"
+    if np.abs(arr).max() > _FLOAT4_MAX:
+        raise InvalidArgument(f"{what} has a value beyond the range of pgvector's 4-byte floats")
+    # pgvector keeps 4-byte floats: 9 significant digits carry each one exactly, in one
+    # C-level format call (half the text and a third of the time of Python's repr).
+    size = int(arr.size)
+    template = _TEMPLATES.get(size)
+    if template is None:
+        template = _TEMPLATES.setdefault(size, "[" + ",".join(["%.9g"] * size) + "]")
+    return template % tuple(arr.astype(np.float32).tolist())
+
+
+_FLOAT4_MAX = float(np.finfo(np.float32).max)
+_TEMPLATES: dict[int, str] = {}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,13 @@ MIGRATE_PRELUDE = (
     "select pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true)",
 )
 
+# A hot standby takes no DDL: migrate there only checks that it follows an up-to-date primary.
+STANDBY_STATE = """
+select pg_catalog.pg_is_in_recovery(),
+       pg_catalog.to_regclass('sift.schema_migrations') is not null
+       and pg_catalog.to_regclass('sift.schema_functions') is not null
+"""
+
 # Quoted as the install script quotes it, so both install the same text.
 VECTOR_SCHEMA = """
 select pg_catalog.quote_ident(n.nspname) from pg_catalog.pg_extension e
@@ -450,6 +457,20 @@ where collection_id = (select collection_id from sift._collection(collection => 
 """
 
 ANALYZE = "analyze sift.documents, sift.chunks"
+
+# bench rls: a role mapped to the bench tenant, and the dense leg's statement explained as it.
+BENCH_MAP_ROLE = "select sift.map_role(role_name => %(role)s::name, tenant => %(tenant)s::text)"
+BENCH_UNMAP_ROLE = "delete from sift.tenant_roles where role_name = %(role)s::name"
+BENCH_DENSE_LEG_SQL = """
+select sift._dense_leg_sql(dims => %(dims)s::integer, distance => 'cosine', exact => false, filtered => false)
+"""
+
+
+def bench_explain_leg(vector: str, collection_ids: list[int]) -> sql.Composed:
+    """explain (analyze, buffers) of the prepared dense leg, its arguments as literals
+    (EXPLAIN EXECUTE takes no bound parameters)."""
+    return sql.SQL("explain (analyze, buffers, format json) execute pgsift_bench_leg({}, {}, '{{}}', 10)").format(
+        sql.Literal(vector), sql.Literal(collection_ids))
 
 RRF = """
 select chunk_id from sift.rrf(dense_ids => %(d)s::bigint[], lexical_ids => %(l)s::bigint[],

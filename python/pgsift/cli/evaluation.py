@@ -7,7 +7,7 @@ history, knob sweeps and reranker thresholds.
     pgsift eval COLLECTION --top-k K [--set knob=value ...] [--baseline dense] [--json]
     pgsift eval history COLLECTION
     pgsift eval sweep COLLECTION --knob dense_weight --values 0,0.1,...,1 [--plot out.png]
-    pgsift calibrate COLLECTION --reranker ALIAS [--golden-set NAME] [--top-k K] [--store] [--json]
+    pgsift calibrate COLLECTION --reranker ALIAS [--golden NAME] [--top-k K] [--store] [--json]
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ def _print_calibration(result: calibration.Calibration) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     with common.connect(args) as conn:
-        client, gs = _client_for(conn, args, args.collection, args.golden_set, False, ["pipeline"])
+        client, gs = _client_for(conn, args, args.collection, args.golden, False, ["pipeline"])
         calibration.reranker_config(client, args.collection, args.reranker)   # refused before any call
         with progress_bar(gs.questions, f"calibrate {args.collection}") as bar:
             result = calibration.calibrate(client, args.collection, args.reranker, golden_set=gs.name,
@@ -415,7 +415,8 @@ def register(sub: Any) -> None:
     p = add_command(sub, "calibrate", "propose a score threshold for a reranker from a golden set")
     p.add_argument("collection", help="the collection to calibrate")
     p.add_argument("--reranker", required=True, metavar="ALIAS", help="a reranker of this tenant")
-    p.add_argument("--golden-set", help="golden set (default: the collection's only one)")
+    p.add_argument("--golden", "--golden-set", dest="golden",
+                   help="golden set (default: the collection's only one)")
     p.add_argument("--top-k", type=int, default=10,
                    help="a question works today when a relevant hit is within top k (default 10)")
     p.add_argument("--store", action="store_true",
