@@ -47,7 +47,7 @@ as $$
         select p.match, p.terms
         from sift._parse_query(
             case when knobs.hybrid or not has_embedding then query_text end,
-            col.search_language) p)
+            col.search_language, knobs.max_query_terms) p)
     select array_remove(array[case when has_embedding then 'dense' end,
                               case when q.match is not null then 'lexical' end], null),
            q.match, q.terms

@@ -169,3 +169,29 @@ def test_a_new_knob_needs_no_change_in_python(client, db):
         client.search("c", "x", demo_knob=10)
     assert info.value.knob == "demo_knob"
     assert client.search("c", "x", demo_knob=None).hits == []
+
+
+def test_max_query_terms_bounds_the_lexical_query(client, db):
+    """The knob added by migration 0004 (domain, knob_defs row, knob_set attribute) and read
+    by the lexical leg: only the first max_query_terms distinct words of a query are ORed."""
+    words = ["amber", "basalt", "cobalt", "dolomite", "emerald", "feldspar"]
+    client.create_collection("rocks", embedding_dims=4)
+    client.upsert_documents("rocks", [
+        pgsift.Document(source_uri=w, chunks=[pgsift.Chunk(content=f"a note on {w}", embedding=[1, 0, 0, i + 1])])
+        for i, w in enumerate(words)])
+    question = " ".join(words)
+
+    def found(**knobs):
+        return sorted(h.source_uri for h in client.search("rocks", question, top_k=10, **knobs).hits)
+
+    assert found() == sorted(words)                                  # default 64: every word
+    assert found(max_query_terms=2) == ["amber", "basalt"]           # the first two, in query order
+    client.alter_collection("rocks", max_query_terms=3)
+    assert found() == ["amber", "basalt", "cobalt"]
+    assert {k.name: k.value for k in client.knobs("rocks")}["max_query_terms"] == 3
+    explained = client.explain("rocks", question, max_query_terms=1)
+    assert {e.source_uri for e in explained} == {"amber"}
+    for bad in (0, 1001, "many"):
+        with pytest.raises(pgsift.InvalidKnob) as info:
+            client.search("rocks", question, max_query_terms=bad)
+        assert info.value.knob == "max_query_terms"
