@@ -7,21 +7,22 @@
 -- another role plants in a schema on the caller's path is never called.
 -- Error codes (SQLSTATE class SF) are listed in docs/errors.md.
 
-create or replace function sift._is_operator()
+create or replace function sift._is_operator(who name)
 returns boolean
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- A superuser, or a member of the role that owns schema sift (the installer).
-    select pg_catalog.current_setting('is_superuser') = 'on'
-        or coalesce((select pg_catalog.pg_has_role(current_user, n.nspowner, 'MEMBER')
+    select coalesce((select r.rolsuper from pg_catalog.pg_roles r where r.rolname = who), false)
+        or coalesce((select pg_catalog.pg_has_role(who, n.nspowner, 'MEMBER')
                      from pg_catalog.pg_namespace n where n.nspname = 'sift'), false)
 $$;
-comment on function sift._is_operator() is
-    'Internal: whether the current user installed pgsift (owns schema sift) or is a superuser.';
+comment on function sift._is_operator(name) is
+    'Internal: whether a role installed pgsift (is a member of the '
+    'owner of schema sift) or is a superuser.';
 
 
-create or replace function sift.current_tenant()
+create or replace function sift._tenant_for(who name)
 returns text
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -32,7 +33,7 @@ declare
     -- on a pooled connection in an earlier transaction never counts.
     fresh  boolean := bound is not null and pg_catalog.current_setting('pgsift.tenant_txn', true)
                                             = (extract(epoch from pg_catalog.now()))::text;
-    super  boolean := pg_catalog.current_setting('is_superuser') = 'on';
+    super  boolean := coalesce((select r.rolsuper from pg_catalog.pg_roles r where r.rolname = who), false);
     mapped text[];
 begin
     -- Evaluated once per statement by every row-level policy, so kept to a few cached
@@ -40,14 +41,14 @@ begin
     -- 1. A role mapped to a tenant acts for that tenant, whatever it sets.
     if not super then
         mapped := array(select distinct t.tenant::text from sift.tenant_roles t
-                        where pg_catalog.pg_has_role(current_user, t.role_name, 'MEMBER') order by 1);
+                        where pg_catalog.pg_has_role(who, t.role_name, 'MEMBER') order by 1);
         if cardinality(mapped) > 1 then
-            raise exception 'role % is mapped to several tenants (%)', current_user, array_to_string(mapped, ', ')
+            raise exception 'role % is mapped to several tenants (%)', who, array_to_string(mapped, ', ')
                 using errcode = 'SF010', hint = 'map each role to one tenant in sift.tenant_roles';
         end if;
         if cardinality(mapped) = 1 then
             if fresh and bound <> mapped[1] then
-                raise exception 'role % acts for tenant "%": it cannot bind tenant "%"', current_user, mapped[1], bound
+                raise exception 'role % acts for tenant "%": it cannot bind tenant "%"', who, mapped[1], bound
                     using errcode = 'SF010';
             end if;
             return mapped[1];
@@ -55,8 +56,8 @@ begin
     end if;
     -- 2. A gateway (or the operator) binds a tenant per transaction.
     if fresh then
-        if not (super or pg_catalog.pg_has_role(current_user, 'sift_gateway', 'MEMBER') or sift._is_operator()) then
-            raise exception 'role % may not choose a tenant', current_user
+        if not (super or pg_catalog.pg_has_role(who, 'sift_gateway', 'MEMBER') or sift._is_operator(who)) then
+            raise exception 'role % may not choose a tenant', who
                 using errcode = 'SF010',
                       hint = 'grant it sift_gateway, or map it to one tenant in sift.tenant_roles';
         end if;
@@ -64,14 +65,26 @@ begin
     end if;
     -- 3. The operator, unbound, works on tenant "default" (single-tenant use,
     --    psql); anyone else must bind in this very transaction.
-    if super or sift._is_operator() then
+    if super or sift._is_operator(who) then
         return 'default';
     end if;
-    raise exception 'no tenant is bound in this transaction (role %)', current_user
+    raise exception 'no tenant is bound in this transaction (role %)', who
         using errcode = 'SF010',
               hint = 'call sift.set_tenant(''name'') in the same transaction (the Python client does), '
                      'or map the role to a tenant in sift.tenant_roles';
 end;
+$$;
+comment on function sift._tenant_for(name) is
+    'Internal: the tenant a role acts for in this transaction, by the rules of '
+    'sift.current_tenant (which is this for current_user).';
+
+
+create or replace function sift.current_tenant()
+returns text
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select sift._tenant_for(current_user)
 $$;
 comment on function sift.current_tenant() is
     'The tenant this transaction acts for, which every row-level security policy of pgsift '

@@ -161,6 +161,72 @@ comment on function sift._bm25_scores(bigint[], text[], double precision[], doub
     'Internal: exact BM25 scores of a candidate set, best n first, filter and match applied.';
 
 
+create or replace function sift._text_matches(collection_id bigint, query tsquery,
+                                              acting_role name default current_user)
+returns bigint[]
+language plpgsql stable security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Row-level security keeps the text index out of reach: the match operator is not
+    -- leakproof, so under a policy PostgreSQL tests it row by row after the policy
+    -- (every visible chunk read, a full scan at a million chunks). This function runs
+    -- as the tables' owner, to whom no policy applies, and so must decide itself whom
+    -- it answers: the acting role (the caller's current_user, given by the default),
+    -- which the session must be able to act as, and only for a collection of that
+    -- role's tenant. It returns chunk ids of that collection only.
+    if acting_role is null or not pg_catalog.pg_has_role(session_user, acting_role, 'MEMBER') then
+        raise exception 'role % may not act as role %', session_user, acting_role using errcode = '42501';
+    end if;
+    if not exists (select 1 from sift.collections c
+                   where c.collection_id = _text_matches.collection_id
+                     and c.tenant = sift._tenant_for(acting_role)) then
+        raise exception 'unknown collection % for role %', _text_matches.collection_id, acting_role
+            using errcode = 'SF001';
+    end if;
+    -- The index first, the collection filter after it (offset 0 keeps it out of the
+    -- scan: with it inside, the planner walks a large collection's chunks, 5x slower).
+    return array(select m.chunk_id
+                 from (select c.chunk_id, c.collection_id from sift.chunks c
+                       where c.search_vector @@ query offset 0) m
+                 where m.collection_id = _text_matches.collection_id);
+end;
+$$;
+comment on function sift._text_matches(bigint, tsquery, name) is
+    'Internal: the ids of a collection''s chunks that match a text query, through the text index. '
+    'Security definer (the text index is unusable under row-level security): answers only for a '
+    'collection of the tenant of acting_role, a role the session may act as.';
+
+
+create or replace function sift._matching_chunks(collection_id bigint, query tsquery, collection_chunks double precision)
+returns bigint[]
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    table_rows double precision := (select c.reltuples from pg_catalog.pg_class c
+                                    where c.oid = 'sift.chunks'::pg_catalog.regclass);
+begin
+    -- The text index holds every collection's chunks: its matches cost what the terms
+    -- weigh in the whole table, other tenants' vocabulary included. A small collection
+    -- in a large shared table walks its own chunks instead (each stored vector read and
+    -- tested: bounded by its size, whatever the others hold); any other goes through
+    -- the index.
+    if collection_chunks <= 2000 and 10 * collection_chunks < table_rows then
+        return array(select m.chunk_id
+                     from (select c.chunk_id, c.search_vector from sift.chunks c
+                           where c.collection_id = _matching_chunks.collection_id offset 0) m
+                     where m.search_vector @@ query);
+    end if;
+    return sift._text_matches(_matching_chunks.collection_id, query);
+end;
+$$;
+comment on function sift._matching_chunks(bigint, tsquery, double precision) is
+    'Internal: the ids of a collection''s chunks that match a text query: through the text index '
+    '(sift._text_matches), or, for a collection of at most 2,000 chunks under a tenth of sift.chunks, '
+    'by walking its own chunks (so its cost never grows with other tenants'' data).';
+
+
 create or replace function sift._lexical_leg(
     col     sift.collections,
     knobs   sift.knob_set,
@@ -208,26 +274,26 @@ declare
     best       bigint[];
     scores     double precision[];
 begin
+    select sum(s.chunks), sum(s.tokens)::double precision / nullif(sum(s.chunks), 0)
+    into n_chunks, avgdl
+    from sift.collection_lexical_stats s
+    where s.collection_id = col.collection_id;
+    if coalesce(n_chunks, 0) = 0 then
+        return;
+    end if;
+
     if scorer = 'ts_rank_cd' then
         return query
         select s.chunk_id, (row_number() over (order by s.score desc, s.chunk_id))::integer, s.score
         from (select c.chunk_id, pg_catalog.ts_rank_cd(c.search_vector, match)::double precision as score
-              from (select c.* from sift.chunks c where c.search_vector @@ match offset 0) c
-              where c.collection_id = col.collection_id
+              from sift.chunks c
+              where c.chunk_id = any (sift._matching_chunks(col.collection_id, match, n_chunks))
                 and (not filtered or exists (select 1 from sift.documents d
                                              where d.document_id = c.document_id
                                                and d.metadata @> filter))
               order by 2 desc, c.chunk_id
               limit n) s
         order by 2;
-        return;
-    end if;
-
-    select sum(s.chunks), sum(s.tokens)::double precision / nullif(sum(s.chunks), 0)
-    into n_chunks, avgdl
-    from sift.collection_lexical_stats s
-    where s.collection_id = col.collection_id;
-    if coalesce(n_chunks, 0) = 0 then
         return;
     end if;
 
@@ -257,13 +323,7 @@ begin
     rare := sift._tsquery_or(array(select u.l from unnest(t_lexeme, t_listed) u(l, listed)
                                    where not u.listed));
     if rare is not null then
-        -- From the text index first (offset 0 keeps the collection filter out of
-        -- the scan): with it inside, the planner walks the collection's chunks
-        -- and tests each stored vector (one detoast a chunk: 5x slower on SciFact).
-        rare_ids := array(select m.chunk_id
-                          from (select c.chunk_id, c.collection_id from sift.chunks c
-                                where c.search_vector @@ rare offset 0) m
-                          where m.collection_id = col.collection_id);
+        rare_ids := sift._matching_chunks(col.collection_id, rare, n_chunks);
     end if;
     select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
            array_agg(x.score order by x.score desc, x.chunk_id)
@@ -380,10 +440,7 @@ begin
             select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
                    array_agg(x.score order by x.score desc, x.chunk_id)
             into best, scores
-            from sift._bm25_scores(array(select m.chunk_id
-                                         from (select c.chunk_id, c.collection_id from sift.chunks c
-                                               where c.search_vector @@ match offset 0) m
-                                         where m.collection_id = col.collection_id),
+            from sift._bm25_scores(sift._matching_chunks(col.collection_id, match, n_chunks),
                                    t_lexeme, t_idf, avgdl, k1, b, match, filter, n) x;
         end if;
         -- Otherwise the best of what was read and scored: bounded cost, and

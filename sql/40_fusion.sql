@@ -10,6 +10,9 @@ returns table (chunk_id bigint, dense_rank integer, lexical_rank integer,
                score double precision, fused_rank integer)
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
+-- At most 2 x fetch_k rows. A pinned search_path keeps the planner from inlining it, so
+-- without this it guesses 1,000 and joins the pool to sift.chunks by a full scan.
+rows 100
 as $$
     with d as (select u.id, u.ord::integer as r
                from pg_catalog.unnest(dense_ids) with ordinality as u(id, ord)),

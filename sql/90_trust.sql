@@ -121,7 +121,8 @@ revoke all on all functions in schema sift from public;
 -- Functions run with the caller's rights (security invoker): what a role may
 -- do is decided by the table grants and policies below, not by EXECUTE.
 grant execute on all functions in schema sift to sift_reader, sift_gateway;
--- The one security definer function builds an index as the table's owner.
+-- Of the two security definer functions, the one that builds an index as the table's
+-- owner is for collection admins (sift._text_matches checks its caller itself).
 revoke execute on function sift._ensure_dense_index(integer, sift.distance) from sift_reader, sift_gateway;
 grant execute on function sift._ensure_dense_index(integer, sift.distance) to sift_admin;
 

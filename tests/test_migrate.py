@@ -369,13 +369,18 @@ def test_every_function_states_its_volatility(db):
         assert {codes[d["volatility"].sval] for d in declared[name]} == {provolatile}, sig
 
 
-def test_only_the_index_builder_is_security_definer(db):
+def test_only_two_functions_are_security_definer(db):
+    # The index builder (only the owner may index the shared table) and the text-index probe
+    # (row-level security keeps the index out of reach); test_trust attacks the probe.
     definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == ["sift._ensure_dense_index(integer,sift.distance)"]
-    grantees = db.execute(
-        "select array_agg(case when a.grantee = 0 then 'PUBLIC' else a.grantee::regrole::text end order by 1) "
-        "from pg_proc p, aclexplode(p.proacl) a where p.proname = '_ensure_dense_index'").fetchone()[0]
-    assert grantees == ["postgres", "sift_admin"]   # the owner, and collection admins; not PUBLIC
+    assert definers == ["sift._ensure_dense_index(integer,sift.distance)", "sift._text_matches(bigint,tsquery,name)"]
+
+    def grantees(name: str) -> list[str]:
+        return db.execute(
+            "select array_agg(case when a.grantee = 0 then 'PUBLIC' else a.grantee::regrole::text end order by 1) "
+            "from pg_proc p, aclexplode(p.proacl) a where p.proname = %s", [name]).fetchone()[0]
+    assert sorted(grantees("_ensure_dense_index")) == ["postgres", "sift_admin"]   # owner and admins, not PUBLIC
+    assert sorted(grantees("_text_matches")) == ["postgres", "sift_gateway", "sift_reader"]
 
 
 def test_every_function_pins_a_pg_catalog_first_path(db):

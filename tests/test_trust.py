@@ -195,6 +195,12 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                              "'alpha', null, 10, '{}')", [col_id, col_id])),
         ("forged_gather", one("select sift._gather_list_entries(%s, 100)", [col_id])),
         ("forged_write_lists", one("select sift._write_lists(%s)", [col_id])),
+        ("forged_text_matches", rows("select unnest(sift._text_matches(%s, 'alpha | bravo'::tsquery)) as chunk_id",
+                                     [col_id])),
+        ("forged_text_matches_role", rows("select unnest(sift._text_matches(%s, 'alpha'::tsquery, %s)) as chunk_id",
+                                          [col_id, role_name(other, "reader")])),
+        ("forged_text_matches_super", rows("select unnest(sift._text_matches(%s, 'alpha'::tsquery, 'postgres')) "
+                                           "as chunk_id", [col_id])),
         # every table, read directly
         *[(f"read {table}", rows(f"select * from sift.{table}")) for table in OWNED],
         # direct writes aimed at another tenant
