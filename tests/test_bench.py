@@ -179,3 +179,61 @@ def test_run_quality_rerun_knobs_and_max_queries(db, client, toy: Path):
 
     with pytest.raises(InvalidArgument, match="hybrid"):
         run_quality(db, toy, knobs={"hybrid": False})
+
+
+# -- ingest and row-level security benchmarks ------------------------------------------------
+
+def test_run_ingest_writes_and_drops_its_collections(db, toy: Path):
+    from pgsift import bench_ingest
+    result = bench_ingest.run_ingest(db, (40, 60), dims=DIMS, dataset=toy)
+    runs = result["runs"]
+    assert [(r["shape"], r["chunks"]) for r in runs] == [
+        ("one document", 40), ("documents of 10", 40), ("one document", 60), ("documents of 10", 60)]
+    assert [r["documents"] for r in runs] == [1, 4, 1, 6]
+    assert all(r["chunks_per_s"] > 0 and r["total_s"] >= r["write_s"] >= 0 and r["vacuumed"] for r in runs)
+    assert db.execute("select count(*) from sift.collections").fetchone() == (0,)
+    table = bench_ingest.format_table(result)
+    assert "one document" in table and "vs smallest" in table
+    json.dumps(result)
+    generated = bench_ingest.run_ingest(db, (20,), shapes=("one document",), dims=DIMS)
+    assert generated["text"] == "generated (Zipf)" and generated["runs"][0]["documents"] == 1
+    with pytest.raises(ValueError, match="unknown shapes"):
+        bench_ingest.run_ingest(db, (20,), shapes=("triangles",), dims=DIMS)
+
+
+def test_run_rls_compares_operator_and_reader(db, tmp_path: Path):
+    from pgsift import bench_rls
+    # Enough documents that the planner walks the HNSW index rather than scan a few rows.
+    root = tmp_path / "rls"
+    (root / "qrels").mkdir(parents=True)
+    (root / "embeddings" / "toy-model").mkdir(parents=True)
+    rng = np.random.default_rng(1)
+    (root / "corpus.jsonl").write_text("".join(
+        json.dumps({"_id": f"d{i}", "title": "", "text": " ".join(rng.choice(FILLER, size=6))}) + "\n"
+        for i in range(400)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": FILLER[i]}) + "\n"
+                                                for i in range(3)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" +
+                                             "".join(f"q{i}\td{i}\t1\n" for i in range(3)))
+    np.save(root / "embeddings" / "toy-model" / "corpus.npy", unit(rng.normal(size=(400, DIMS))).astype(np.float32))
+    np.save(root / "embeddings" / "toy-model" / "queries.npy", unit(rng.normal(size=(3, DIMS))).astype(np.float32))
+
+    result = bench_rls.run_rls(db, root, queries_n=3, repeats=2)
+    assert result["same_results"] is True
+    assert set(result["timed"]) == {f"{m} {w}" for m in bench_rls.MODES for w in ("operator", "reader")}
+    assert result["dense_plan"]["index_scan"] and result["dense_plan"]["policy_once"]
+    assert db.execute("select count(*) from sift.collections").fetchone() == (0,)
+    assert db.execute("select count(*) from sift.tenant_roles").fetchone() == (0,)
+    assert db.execute("select count(*) from pg_roles where rolname like 'pgsift_bench_reader_%'").fetchone() == (0,)
+    assert f"index scan on chunks_hnsw_cosine_{DIMS}" in bench_rls.format_table(result)
+
+
+def test_run_compare_pairs_two_databases(db, dsn, toy: Path):
+    import psycopg
+    from pgsift import bench_compare
+    run_quality(db, toy, collection="bench")
+    with psycopg.connect(dsn, autocommit=True) as other:   # the same install on both sides
+        result = bench_compare.run_compare(db, other, toy, rounds=2)
+    assert set(result["modes"]) == set(bench_compare.MODES) and result["queries"] == 2
+    assert all(m["a_p50_ms"] > 0 and m["b_p50_ms"] > 0 and m["ratio_p50"] > 0 for m in result["modes"].values())
+    assert "ratio" in bench_compare.format_table(result)

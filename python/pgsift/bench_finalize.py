@@ -50,7 +50,7 @@ def _stats(samples: list[float]) -> dict[str, float]:
         {"median_ms": math.nan, "p95_ms": math.nan}
 
 
-def _time(calls: Mapping[str, Callable[[], object]], repeats: int,
+def time_in_turns(calls: Mapping[str, Callable[[], object]], repeats: int,
           warmup: int = 3) -> dict[str, dict[str, float]]:
     """Median and p95 per call. The calls take turns (a rotating order each round), so a
     noisy machine slows them all alike instead of whichever ran during the noise."""
@@ -98,7 +98,7 @@ def run_finalize(conn: psycopg.Connection[Any], pool_sizes: tuple[int, ...] = (5
         with client.transaction() as tx:
             all_ids = [r[0] for r in tx.execute(queries.COLLECTION_CHUNK_IDS, {"collection": name}).fetchall()]
             server = tx.execute(queries.SERVER_VERSIONS).fetchone()
-        roundtrip = _time({"select 1": lambda: conn.execute(queries.ROUNDTRIP).fetchall()}, repeats)["select 1"]
+        roundtrip = time_in_turns({"select 1": lambda: conn.execute(queries.ROUNDTRIP).fetchall()}, repeats)["select 1"]
 
         pools = []
         for size in pool_sizes:
@@ -115,7 +115,7 @@ def run_finalize(conn: psycopg.Connection[Any], pool_sizes: tuple[int, ...] = (5
                 calls[f"search {label}"] = functools.partial(
                     client.search, name, embedding=query, top_k=match_count, hybrid=False, fetch_k=size,
                     **CONFIGS[label])
-            timed = _time(calls, repeats)
+            timed = time_in_turns(calls, repeats)
             finalize = {label: timed[f"finalize {label}"] for label in CONFIGS}
             search = {label: timed[f"search {label}"] for label in ("off", "all")}
             pools.append({

@@ -458,6 +458,12 @@ where collection_id = (select collection_id from sift._collection(collection => 
 
 ANALYZE = "analyze sift.documents, sift.chunks"
 
+# bench compare: only the arguments every version of sift.search has taken.
+BENCH_COMPARE_SEARCH = """
+select count(*) from sift.search(collection => %(collection)s, query_text => %(query_text)s,
+                                 query_embedding => %(query_embedding)s, match_count => %(match_count)s)
+"""
+
 # bench rls: a role mapped to the bench tenant, and the dense leg's statement explained as it.
 BENCH_MAP_ROLE = "select sift.map_role(role_name => %(role)s::name, tenant => %(tenant)s::text)"
 BENCH_UNMAP_ROLE = "delete from sift.tenant_roles where role_name = %(role)s::name"

@@ -1,4 +1,4 @@
-"""`pgsift bench quality|scale|finalize|fusion`: the benchmarks, each on a migrated database."""
+"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from ..migrate import migrate
 from . import common
@@ -55,8 +57,40 @@ def cmd_bench_fusion(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_ingest(args: argparse.Namespace) -> int:
+    from .. import bench_ingest
+
+    with common.connect(args) as conn:
+        migrate(conn)
+        result = bench_ingest.run_ingest(conn, tuple(args.sizes), shapes=tuple(args.shapes), dims=args.dims,
+                                         dataset=Path(args.dataset) if args.dataset else None)
+    print(json.dumps(result, indent=2) if args.json else bench_ingest.format_table(result))
+    return 0
+
+
+def cmd_bench_rls(args: argparse.Namespace) -> int:
+    from .. import bench_rls
+
+    with common.connect(args) as conn:
+        migrate(conn)
+        result = bench_rls.run_rls(conn, Path(args.dataset), model=args.model, queries_n=args.queries,
+                                   repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else bench_rls.format_table(result))
+    return 0
+
+
+def cmd_bench_compare(args: argparse.Namespace) -> int:
+    from .. import bench_compare
+
+    with common.connect(args) as conn_a, psycopg.connect(args.against, autocommit=True) as conn_b:
+        result = bench_compare.run_compare(conn_a, conn_b, Path(args.dataset), model=args.model,
+                                           rounds=args.rounds)
+    print(json.dumps(result, indent=2) if args.json else bench_compare.format_table(result))
+    return 0
+
+
 def register(sub: Any) -> None:
-    """Add `bench` and its four benchmarks to pgsift's subcommands."""
+    """Add `bench` and its seven benchmarks to pgsift's subcommands."""
     p = add_command(sub, "bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     json_help = "print the result as JSON"
@@ -86,6 +120,32 @@ def register(sub: Any) -> None:
     q.add_argument("--repeats", type=int, default=50, help="timed calls per case (default 50)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_finalize)
+
+    q = add_command(bench_sub, "ingest", "chunks/s writing one large document vs many small ones")
+    q.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000, 50_000],
+                   help="chunks per run (default 2000 10000 50000)")
+    q.add_argument("--shapes", nargs="+", default=["one document", "documents of 10"],
+                   help='"one document" and/or "documents of 10" (default both)')
+    q.add_argument("--dims", type=int, default=384, help="embedding size (default 384)")
+    q.add_argument("--dataset", help="BEIR folder whose corpus sentences are the chunk text (default: generated)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_ingest)
+
+    q = add_command(bench_sub, "rls", "search latency as the operator vs a role under row-level security")
+    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
+    q.add_argument("--queries", type=int, default=100, help="queries, taken in turn (default 100)")
+    q.add_argument("--repeats", type=int, default=3, help="rounds over the queries (default 3)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_rls)
+
+    q = add_command(bench_sub, "compare", "search latency of two databases (A: --dsn, B: --against), paired")
+    q.add_argument("--against", required=True, metavar="URL", help="database B, loaded by `bench quality` too")
+    q.add_argument("--dataset", required=True, help="the BEIR folder both were loaded from")
+    q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
+    q.add_argument("--rounds", type=int, default=1, help="timed rounds over the queries (default 1)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_compare)
 
     q = add_command(bench_sub, "fusion", "sweep dense_weight, rrf_k and fetch_k on a BEIR split")
     q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
