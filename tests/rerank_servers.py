@@ -26,6 +26,7 @@ still waiting.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import socket
@@ -157,6 +158,21 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:  # quiet
         pass
+
+
+def loopback_only(monkeypatch: Any) -> None:
+    """Nothing may go through a proxy: every server here is on 127.0.0.1."""
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+def import_providers(*packages: str) -> None:
+    """Import the providers' packages up front (default: Cohere's and Voyage's). A deadline
+    covers building a reranker, and a package's first import (seconds on a loaded machine)
+    is a process's one-off cost, not what a test of deadlines bounds."""
+    for package in packages or ("cohere", "voyageai"):
+        importlib.import_module(package)
 
 
 class RerankServer:

@@ -20,7 +20,7 @@ from conftest import unit
 from pgsift import AsyncClient, Chunk, Client, Document, RerankerNotAllowed, queries, rerankers
 from pgsift.compat import GRACE_S
 from pgsift.rerankers import registry
-from rerank_servers import RerankServer, keyword_scorer
+from rerank_servers import RerankServer, import_providers, keyword_scorer, loopback_only
 
 DIMS = 8
 TENANT = "acme"
@@ -36,18 +36,12 @@ SEARCH_SLACK_S = 1.0
 
 @pytest.fixture(scope="module", autouse=True)
 def _providers_imported():
-    # The deadline covers building a reranker; importing a provider's package the first time
-    # (seconds on a loaded machine) is a process's one-off cost, not what these tests bound.
-    import cohere  # noqa: F401
-    import voyageai  # noqa: F401
+    import_providers()
 
 
 @pytest.fixture(autouse=True)
 def _loopback_only(monkeypatch):
-    # Nothing here may go through a proxy: every server is on 127.0.0.1.
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    loopback_only(monkeypatch)
     monkeypatch.setenv("PGSIFT_TEST_ACME_VOYAGE", KEY)
     rerankers.clear_reranker_cache()
     yield

@@ -24,7 +24,7 @@ import psycopg
 import pytest
 from conftest import BIN, PORT, SOCKET_DIR, random_documents, unit
 from pgsift import AsyncClient, Client, migrate
-from rerank_servers import RerankServer, keyword_scorer
+from rerank_servers import RerankServer, import_providers, keyword_scorer, loopback_only
 
 DIMS = 8
 WORDS = ["refund", "policy", "invoice", "shipping", "return", "warranty", "order", "delivery"]
@@ -178,11 +178,10 @@ def test_migrate_on_a_standby_behind_its_primary_says_where_to_run(db, replica, 
 @pytest.fixture
 def reranked(db, monkeypatch) -> Iterator[RerankServer]:
     """acme's collection "kb" reranked by a loopback Voyage endpoint."""
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
+    loopback_only(monkeypatch)
+    import_providers("voyageai")
     monkeypatch.setenv("PGSIFT_TEST_ACME_VOYAGE", KEY)
     pgsift.rerankers.clear_reranker_cache()
-    import voyageai  # noqa: F401  - a first import is slow on a loaded machine; not what is tested
     db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
     db.execute("select sift.map_secret(tenant => 'acme', secret_ref => 'voyage', "
                "source => 'env:PGSIFT_TEST_ACME_VOYAGE')")
