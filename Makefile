@@ -1,6 +1,6 @@
 # pgsift: two commands on a fresh machine.
 #   make demo   environment + embedded Postgres + ingest the docs + answer questions
-#   make test   environment + lint + the whole test suite against the embedded server
+#   make test   environment (PgBouncer included) + the whole test suite against the embedded server
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
