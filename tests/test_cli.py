@@ -50,6 +50,12 @@ def test_markdown_is_cut_at_headings_with_a_context_header():
     assert "".join(c.content for c in chunks[1:]).count("word") == 250
 
 
+def test_markdown_comments_are_not_text():
+    text = "# Guide\n\n<!-- not run: needs a server -->\nRun it.\n\nA <!-- two\nlines --> note."
+    chunks = chunk_markdown(text, "Guide")
+    assert [c.content for c in chunks] == ["Run it.\n\nA  note."]
+
+
 def test_ingest_search_explain_through_the_cli(dsn, kb, capsys):
     assert main(["--dsn", dsn, "search", "kb", "how long until my refund is paid", "--top-k", "2"]) == 0
     out = capsys.readouterr().out

@@ -16,6 +16,7 @@ from pathlib import Path
 from .errors import InvalidArgument
 from .models import Chunk, Document, Embedder
 
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 SUFFIXES = (".md", ".markdown", ".txt")
 
@@ -50,7 +51,8 @@ def chunk_markdown(text: str, title: str, max_words: int = 180) -> list[TextChun
     sections: list[tuple[list[str], list[str]]] = [([], [])]
     path: list[str] = []
     fenced = False
-    for line in text.splitlines():
+    # HTML comments are notes to the renderer (or to tests), not text a reader sees.
+    for line in _COMMENT.sub("", text).splitlines():
         if line.strip().startswith("```"):
             fenced = not fenced
         m = None if fenced else _HEADING.match(line)
