@@ -92,12 +92,14 @@ def client(db: psycopg.Connection) -> Client:
 
 @pytest.fixture
 def connect_as(db: psycopg.Connection) -> Iterator[Callable[..., psycopg.Connection]]:
-    """Factory: an autocommit connection to this test's database as a login role."""
+    """Factory: an autocommit connection to this test's database as a login role (keyword
+    arguments go to psycopg.connect: another host and port reach it through a pooler)."""
     opened: list[psycopg.Connection] = []
 
     def connect(role: str, **kwargs: object) -> psycopg.Connection:
-        conn = psycopg.connect(host=SOCKET_DIR, port=db.info.port, dbname=db.info.dbname, user=role,
-                               autocommit=True, **kwargs)  # type: ignore[arg-type]
+        params: dict[str, object] = {"host": SOCKET_DIR, "port": db.info.port, "dbname": db.info.dbname,
+                                     "user": role, "autocommit": True, **kwargs}
+        conn = psycopg.connect(**params)  # type: ignore[arg-type]
         opened.append(conn)
         return conn
 

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -102,20 +102,10 @@ pidfile = {home}/pgbouncer.pid
 
 
 @pytest.fixture
-def through(bouncer: int, db: psycopg.Connection) -> Iterator[object]:
-    """Factory: a connection to this test's database through PgBouncer, psycopg's defaults
-    (prepare_threshold=5) unless told otherwise."""
-    opened: list[psycopg.Connection | psycopg.AsyncConnection] = []
-
-    def connect(user: str = "postgres", **kwargs: object) -> psycopg.Connection:
-        conn = psycopg.connect(host="127.0.0.1", port=bouncer, dbname=db.info.dbname, user=user,
-                               autocommit=True, **kwargs)  # type: ignore[arg-type]
-        opened.append(conn)
-        return conn
-
-    yield connect
-    for conn in opened:
-        conn.close()
+def through(bouncer: int, connect_as: Callable[..., psycopg.Connection]) -> Callable[..., psycopg.Connection]:
+    """Factory: a connection to this test's database through PgBouncer, with psycopg's
+    defaults (prepare_threshold=5)."""
+    return lambda user="postgres": connect_as(user, host="127.0.0.1", port=bouncer)
 
 
 @pytest.fixture

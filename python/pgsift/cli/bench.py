@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,69 +15,50 @@ from . import common
 from .common import add_command
 
 
-def cmd_bench_quality(args: argparse.Namespace) -> int:
-    from .. import bench
-
+def _bench(args: argparse.Namespace, module: Any, run: Callable[[psycopg.Connection[Any]], dict[str, Any]]) -> int:
+    """Run one benchmark on a migrated database and print its table (or JSON)."""
     with common.connect(args) as conn:
         migrate(conn)
-        result = bench.run_quality(conn, Path(args.dataset), model=args.model, collection=args.collection,
-                                   max_queries=args.max_queries)
-    print(json.dumps(result, indent=2) if args.json else bench.format_table(result))
+        result = run(conn)
+    print(json.dumps(result, indent=2) if args.json else module.format_table(result))
     return 0
+
+
+def cmd_bench_quality(args: argparse.Namespace) -> int:
+    from .. import bench
+    return _bench(args, bench, lambda conn: bench.run_quality(
+        conn, Path(args.dataset), model=args.model, collection=args.collection, max_queries=args.max_queries))
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
     from .. import bench_scale
-
-    with common.connect(args) as conn:
-        migrate(conn)
-        result = bench_scale.run_scale(conn, args.chunks, queries=args.queries, reuse=args.reuse,
-                                       exact_check=args.exact_check, ingest_docs=args.ingest_docs,
-                                       baseline_queries=args.baseline_queries)
-    print(json.dumps(result, indent=2) if args.json else bench_scale.format_table(result))
-    return 0
+    return _bench(args, bench_scale, lambda conn: bench_scale.run_scale(
+        conn, args.chunks, queries=args.queries, reuse=args.reuse, exact_check=args.exact_check,
+        ingest_docs=args.ingest_docs, baseline_queries=args.baseline_queries))
 
 
 def cmd_bench_finalize(args: argparse.Namespace) -> int:
     from .. import bench_finalize
-
-    with common.connect(args) as conn:
-        migrate(conn)
-        result = bench_finalize.run_finalize(conn, repeats=args.repeats)
-    print(json.dumps(result, indent=2) if args.json else bench_finalize.format_table(result))
-    return 0
+    return _bench(args, bench_finalize, lambda conn: bench_finalize.run_finalize(conn, repeats=args.repeats))
 
 
 def cmd_bench_fusion(args: argparse.Namespace) -> int:
     from .. import bench_fusion
-
-    with common.connect(args) as conn:
-        migrate(conn)
-        result = bench_fusion.run_fusion(conn, Path(args.dataset), split=args.split, model=args.model)
-    print(json.dumps(result, indent=2) if args.json else bench_fusion.format_table(result))
-    return 0
+    return _bench(args, bench_fusion, lambda conn: bench_fusion.run_fusion(
+        conn, Path(args.dataset), split=args.split, model=args.model))
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
     from .. import bench_ingest
-
-    with common.connect(args) as conn:
-        migrate(conn)
-        result = bench_ingest.run_ingest(conn, tuple(args.sizes), shapes=tuple(args.shapes), dims=args.dims,
-                                         dataset=Path(args.dataset) if args.dataset else None)
-    print(json.dumps(result, indent=2) if args.json else bench_ingest.format_table(result))
-    return 0
+    return _bench(args, bench_ingest, lambda conn: bench_ingest.run_ingest(
+        conn, tuple(args.sizes), shapes=tuple(args.shapes), dims=args.dims,
+        dataset=Path(args.dataset) if args.dataset else None))
 
 
 def cmd_bench_rls(args: argparse.Namespace) -> int:
     from .. import bench_rls
-
-    with common.connect(args) as conn:
-        migrate(conn)
-        result = bench_rls.run_rls(conn, Path(args.dataset), model=args.model, queries_n=args.queries,
-                                   repeats=args.repeats)
-    print(json.dumps(result, indent=2) if args.json else bench_rls.format_table(result))
-    return 0
+    return _bench(args, bench_rls, lambda conn: bench_rls.run_rls(
+        conn, Path(args.dataset), model=args.model, queries_n=args.queries, repeats=args.repeats))
 
 
 def cmd_bench_compare(args: argparse.Namespace) -> int:
