@@ -49,22 +49,10 @@ async def arun_bounded(sync_fn: Callable[..., T], async_fn: Callable[..., Awaita
     """Await async_fn(*args, **kwargs) (or sync_fn in a worker thread when there is no async
     form), giving up after timeout + GRACE_S with TimeoutError."""
     if async_fn is not None:
-        task: asyncio.Future[T] = asyncio.ensure_future(async_fn(*args, **kwargs))
+        call: Awaitable[T] = async_fn(*args, **kwargs)
     else:
-        task = asyncio.get_running_loop().run_in_executor(_executor(), functools.partial(sync_fn, *args, **kwargs))
-    done, _ = await asyncio.wait({task}, timeout=timeout + GRACE_S)
-    if task in done:
-        return task.result()
-    # Cancelled, not awaited: a client library that takes its time to unwind (closing a
-    # connection, a retry loop) must not hold the caller past the deadline.
-    task.cancel()
-    task.add_done_callback(_retrieve)
-    raise TimeoutError(f"no answer within {timeout:.2f}s")
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()   # an abandoned call's error is of no interest; never "never retrieved"
+        call = asyncio.get_running_loop().run_in_executor(_executor(), functools.partial(sync_fn, *args, **kwargs))
+    return await asyncio.wait_for(call, timeout + GRACE_S)
 
 
 def run_bounded(sync_fn: Callable[..., T], async_fn: Callable[..., Awaitable[T]] | None,
