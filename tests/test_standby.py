@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -32,8 +33,7 @@ KEY = "test-key-acme"
 OS_USER = "embedded_postgres" if os.geteuid() == 0 else None   # postgres refuses to run as root
 
 
-def _run(*command: str) -> None:
-    import subprocess
+def _run(*command: object) -> None:
     subprocess.run([str(c) for c in command], check=True, capture_output=True, timeout=120, user=OS_USER)
 
 

@@ -201,6 +201,12 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                           [col_id, role_name(other, "reader")])),
         ("forged_text_matches_super", rows("select unnest(sift._text_matches(%s, 'alpha'::tsquery, 'postgres')) "
                                            "as chunk_id", [col_id])),
+        ("forged_matching_chunks", rows("select unnest(sift._matching_chunks(%s, 'alpha | bravo'::tsquery, 10)) "
+                                        "as chunk_id", [col_id])),
+        ("forged_matching_chunks_large", rows("select unnest(sift._matching_chunks(%s, 'alpha'::tsquery, 1e9)) "
+                                              "as chunk_id", [col_id])),
+        ("forged_tenant_for", one("select sift._tenant_for(%s) as tenant", [role_name(other, "reader")])),
+        ("forged_tenant_for_gateway", one("select sift._tenant_for('t_gateway') as tenant")),
         # every table, read directly
         *[(f"read {table}", rows(f"select * from sift.{table}")) for table in OWNED],
         # direct writes aimed at another tenant
@@ -370,8 +376,12 @@ def test_a_binding_left_on_a_pooled_connection_is_never_inherited(db, connect_as
 def test_a_role_without_grants_gets_nothing(db, connect_as):
     Client(db).create_collection("c", embedding_dims=4)
     nobody = connect_as("t_nobody")
+    col_id = db.execute("select collection_id from sift.collections where name = 'c'").fetchone()[0]
     for query in ("select * from sift.search('c', 'x')", "select * from sift.collections",
-                  "select sift.current_tenant()", "select * from sift.knobs()"):
+                  "select sift.current_tenant()", "select * from sift.knobs()",
+                  f"select sift._text_matches({col_id}, 'x'::tsquery)",
+                  f"select sift._text_matches({col_id}, 'x'::tsquery, 'postgres')",
+                  "select sift._tenant_for('postgres')"):
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             nobody.execute(query)
 
