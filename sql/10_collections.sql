@@ -252,13 +252,54 @@ comment on function sift.delete_document(text, text) is
     'Statistics stay exact; run sift.refresh_lexical_stats after many deletions. Writes.';
 
 
+create or replace function sift.write_sections(
+    document_ids    bigint[],
+    ordinals        integer[],
+    parent_ordinals integer[],
+    levels          integer[],
+    headings        text[])
+returns integer
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    n integer := coalesce(cardinality(document_ids), 0);
+    written integer;
+begin
+    -- A document's heading tree, written before its chunks (which name their
+    -- section by ordinal). The collection comes from the document, whose own
+    -- policy decides whether the caller may see it.
+    if n <> coalesce(cardinality(ordinals), 0) or n <> coalesce(cardinality(parent_ordinals), 0)
+       or n <> coalesce(cardinality(levels), 0) or n <> coalesce(cardinality(headings), 0) then
+        raise exception 'write_sections needs arrays of one length (% document ids)', n using errcode = 'SF003';
+    end if;
+    insert into sift.sections (document_id, collection_id, ordinal, parent_ordinal, level, heading)
+    select u.d, d.collection_id, u.o, u.p, u.l, u.h
+    from unnest(document_ids, ordinals, parent_ordinals, levels, headings) as u(d, o, p, l, h)
+    left join sift.documents d on d.document_id = u.d;
+    get diagnostics written = row_count;
+    return written;
+exception
+    when not_null_violation then
+        raise exception 'write_sections: a section names a document that does not exist (or is not the tenant''s)'
+            using errcode = 'SF006';
+end;
+$$;
+comment on function sift.write_sections(bigint[], integer[], integer[], integer[], text[]) is
+    'Inserts the sections (heading tree) of existing documents, parallel arrays: each section''s '
+    'place in its document, its enclosing section''s place (null at top level), its heading level '
+    '(0: text before the first heading) and heading. Chunks then name their section by place '
+    '(sift.write_chunks section_ordinals). Writes.';
+
+
 create or replace function sift.write_chunks(
-    document_ids bigint[],
-    ordinals     integer[],
-    contents     text[],
-    contexts     text[],
-    token_counts integer[],
-    embeddings   text[])
+    document_ids     bigint[],
+    ordinals         integer[],
+    contents         text[],
+    contexts         text[],
+    token_counts     integer[],
+    embeddings       text[],
+    section_ordinals integer[] default null)
 returns integer
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -272,17 +313,30 @@ begin
     -- each embedding given in pgvector's text form.
     if n <> coalesce(cardinality(ordinals), 0) or n <> coalesce(cardinality(contents), 0)
        or n <> coalesce(cardinality(contexts), 0) or n <> coalesce(cardinality(token_counts), 0)
-       or n <> coalesce(cardinality(embeddings), 0) then
+       or n <> coalesce(cardinality(embeddings), 0)
+       or (section_ordinals is not null and n <> cardinality(section_ordinals)) then
         raise exception 'write_chunks needs arrays of one length (% document ids)', n using errcode = 'SF003';
     end if;
-    insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding)
-    select u.d, u.o, u.c, u.x, u.t, u.e::@extschema:vector@.vector
-    from unnest(document_ids, ordinals, contents, contexts, token_counts, embeddings) as u(d, o, c, x, t, e);
+    if section_ordinals is not null and exists (
+        select 1
+        from unnest(document_ids, section_ordinals) as u(d, so)
+        where u.so is not null
+          and not exists (select 1 from sift.sections s where s.document_id = u.d and s.ordinal = u.so)) then
+        raise exception 'write_chunks: a chunk names a section its document does not have'
+            using errcode = 'SF003', hint = 'write the sections first (sift.write_sections)';
+    end if;
+    insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding, section_id)
+    select u.d, u.o, u.c, u.x, u.t, u.e::@extschema:vector@.vector,
+           (select s.section_id from sift.sections s where s.document_id = u.d and s.ordinal = u.so)
+    from unnest(document_ids, ordinals, contents, contexts, token_counts, embeddings,
+                coalesce(section_ordinals, pg_catalog.array_fill(null::integer, array[n])))
+         as u(d, o, c, x, t, e, so);
     get diagnostics written = row_count;
     return written;
 end;
 $$;
-comment on function sift.write_chunks(bigint[], integer[], text[], text[], integer[], text[]) is
+comment on function sift.write_chunks(bigint[], integer[], text[], text[], integer[], text[], integer[]) is
     'Inserts a batch of chunks of existing documents (parallel arrays; embeddings as pgvector text, '
-    '"[0.1,0.2,...]"): the statement a role under row-level security uses where COPY is refused. The '
+    '"[0.1,0.2,...]"; section_ordinals: each chunk''s section, by its place in the document, or '
+    'null): the statement a role under row-level security uses where COPY is refused. The '
     'trigger checks each (dimension, zero vector, size) and fills its lexical columns. Writes.';

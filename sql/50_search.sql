@@ -38,7 +38,9 @@ comment on function sift.search(text, text, @extschema:vector@.vector, integer, 
     'fused by weighted RRF: base_score = w/(k + dense_rank) + (1 - w)/(k + lexical_rank); then the '
     'ranking knobs of sift.finalize: score = base_score x recency factor x boost, score threshold, '
     'per-document cap with backfill, MMR, lost-in-the-middle order (position; rank is the '
-    'strength). Every row says how it was produced: found_by, each leg''s rank and raw score, legs '
+    'strength); parent_return merges passages into their sections before those (merged, '
+    'chunk_ids, matched_chunk_ids) and neighbours gives each hit a window of the chunks around '
+    'it (window_text, window_chunk_ids; window_of when a better hit''s window holds it). Every row says how it was produced: found_by, each leg''s rank and raw score, legs '
     '(which legs ran), lexical_query (null when the text had no terms), threshold_applied, '
     'below_threshold, threshold_skipped, reranker (the one the Python client reranks with; SQL '
     'alone never calls out) and rerank_refused (why none can, when one was asked for). knobs => ''{"dense_weight": 0.3, "mmr_lambda": null}'' overrides '
@@ -88,7 +90,8 @@ begin
                p.dense_distance, p.lexical_rank, p.lexical_score, f.base_score, f.score, f.kept,
                f.cut_by, f.reason, p.legs, p.lexical_query, f.recency_date, f.recency_factor, f.boost,
                f.cap_status, f.mmr_similarity, f.mmr_penalty, f.final_rank, f.position,
-               f.threshold_applied, f.below_threshold, f.threshold_skipped
+               f.threshold_applied, f.below_threshold, f.threshold_skipped, f.merged,
+               f.matched_chunk_ids, f.merged_into
         from p
         join f on f.chunk_id = p.chunk_id
         union all
@@ -114,7 +117,7 @@ begin
                null::double precision, null::text, null::double precision, null::double precision,
                null::integer, null::integer,
                coalesce(summary.threshold_applied, false), coalesce(summary.below_threshold, 0),
-               summary.threshold_skipped
+               summary.threshold_skipped, false, null::bigint[], null::bigint
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary
@@ -127,9 +130,10 @@ begin
            r.found_by, r.dense_rank, r.dense_distance, r.lexical_rank, r.lexical_score, r.base_score,
            r.score, r.kept, r.cut_by, r.reason, r.legs, r.lexical_query, r.recency_date,
            r.recency_factor, r.boost, r.cap_status, r.mmr_similarity, r.mmr_penalty, r.final_rank,
-           r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped
+           r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped,
+           k.section_id, r.merged, r.matched_chunk_ids, r.merged_into
     from rows r
-    cross join lateral (select k.ordinal from sift.chunks k where k.chunk_id = r.chunk_id) k
+    cross join lateral (select k.ordinal, k.section_id from sift.chunks k where k.chunk_id = r.chunk_id) k
     cross join lateral (select d.source_uri, d.title from sift.documents d
                         where d.document_id = r.document_id) d
     order by r.fused_rank nulls last, r.chunk_id;
@@ -141,6 +145,8 @@ comment on function sift.explain(text, text, @extschema:vector@.vector, integer,
     'ranking knob did to it: recency_date and recency_factor, boost, score (after both), '
     'cap_status (kept, capped, backfilled), mmr_similarity and mmr_penalty, final_rank and '
     'position, whether it made the cut (kept) and if not, cut_by (score_threshold, '
-    'per_document_cap, mmr, match_count) and reason. Pass chunk_ids to also see chunks no leg '
+    'per_document_cap, mmr, match_count, merged) and reason; with parent_return, section_id, '
+    'merged (the row stands for its whole section), matched_chunk_ids (the passages it took) and '
+    'merged_into (the hit a passage was folded into). Pass chunk_ids to also see chunks no leg '
     'retrieved and why (distance, filter, lexical match; cut_by = not_retrieved): "never '
     'retrieved" versus "ranked too low". Read-only.';

@@ -84,6 +84,55 @@ comment on function sift._recency_date(text, timestamptz, timestamptz, timestamp
     'metadata key of that name parsed as an ISO 8601 date; null when there is no usable date.';
 
 
+create or replace function sift._merge_pool(
+    cols   sift.collections[],
+    knobs  sift.knob_set[],
+    ids    bigint[],
+    scores double precision[])
+returns table (chunk_id bigint, score double precision, pool_rank integer, merged_into bigint, merged boolean)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- parent_return on a pool (distinct ids in pool order): the passages of a
+    -- section that merges fold into its first one in the pool (the section's
+    -- representative: its place, its embedding for MMR), which takes the best
+    -- score among them. parent: every section merges; auto: a section merges
+    -- when the share of its passages in the pool reaches merge_threshold.
+    -- merged says the representative now stands for more text than itself.
+    with e as (
+        select (cols[i]).collection_id as cid, (knobs[i]).parent_return::text as pr,
+               (knobs[i]).merge_threshold::double precision as mt
+        from pg_catalog.generate_subscripts(cols, 1) as i
+    ), p as materialized (
+        select u.id, u.s, u.o::integer as o, k.section_id as sec, e.pr, e.mt
+        from unnest(ids, scores) with ordinality as u(id, s, o)
+        join sift.chunks k on k.chunk_id = u.id
+        join e on e.cid = k.collection_id
+    ), g as (
+        select p.sec, min(p.pr) as pr, min(p.mt) as mt, count(*) as n_matched,
+               (pg_catalog.array_agg(p.id order by p.o))[1] as rep, max(p.s) as best, min(p.o) as first_o
+        from p
+        where p.sec is not null and p.pr <> 'child'
+        group by p.sec
+    ), m as (
+        select g.*, t.n_total
+        from g
+        cross join lateral (select count(*) as n_total from sift.chunks c where c.section_id = g.sec) t
+        where g.pr = 'parent' or g.n_matched::double precision / t.n_total >= g.mt
+    )
+    select p.id, coalesce(m.best, p.s), coalesce(m.first_o, p.o),
+           case when m.rep is not null and p.id <> m.rep then m.rep end,
+           m.rep is not null and p.id = m.rep and m.n_total > 1
+    from p
+    left join m on m.sec = p.sec
+    order by 3, 1
+$$;
+comment on function sift._merge_pool(sift.collections[], sift.knob_set[], bigint[], double precision[]) is
+    'Internal: parent_return on a pool: each chunk with the pool rank and score it ranks with, and, '
+    'when its section merged, the representative it folded into (merged_into) or whether it is the '
+    'representative of a merged section (merged). Chunks without a section never merge.';
+
+
 create or replace function sift._finalize(
     cols            sift.collections[],
     knobs           sift.knob_set[],
@@ -112,7 +161,10 @@ returns table (
     reason            text,
     threshold_applied boolean,
     below_threshold   integer,
-    threshold_skipped text)
+    threshold_skipped text,
+    merged            boolean,
+    matched_chunk_ids bigint[],
+    merged_into       bigint)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 -- Every query here takes arrays; a custom plan per call costs more than it saves.
@@ -154,7 +206,27 @@ declare
     picked   @extschema:vector@.vector;
     lo       double precision;
     hi       double precision;
+    -- parent_return: the representatives of merged sections, and the pool's
+    -- chunks folded into them (with their pool place and own score).
+    merged_ids bigint[] := '{}';
+    f_id     bigint[] := '{}';
+    f_into   bigint[] := '{}';
+    f_o      integer[] := '{}';
+    f_s      double precision[] := '{}';
 begin
+    if exists (select 1 from pg_catalog.unnest(knobs) as k where k.parent_return <> 'child') then
+        select array_agg(m.chunk_id order by m.pool_rank, m.chunk_id) filter (where m.merged_into is null),
+               array_agg(m.score order by m.pool_rank, m.chunk_id) filter (where m.merged_into is null),
+               coalesce(array_agg(m.chunk_id) filter (where m.merged), '{}'),
+               coalesce(array_agg(m.chunk_id order by u.o) filter (where m.merged_into is not null), '{}'),
+               coalesce(array_agg(m.merged_into order by u.o) filter (where m.merged_into is not null), '{}'),
+               coalesce(array_agg(u.o::integer order by u.o) filter (where m.merged_into is not null), '{}'),
+               coalesce(array_agg(u.s order by u.o) filter (where m.merged_into is not null), '{}')
+        into ids, scores, merged_ids, f_id, f_into, f_o, f_s
+        from sift._merge_pool(cols, knobs, ids, scores) m
+        join unnest(ids, scores) with ordinality as u(id, s, o) on u.id = m.chunk_id;
+    end if;
+
     -- Several collections: the strictest setting wins (smallest non-zero
     -- cap, smallest lambda, highest threshold); lost-in-the-middle if any
     -- asks for it. A value given in the call is every collection's.
@@ -365,9 +437,28 @@ begin
            || case when w.boost <> 1 then format('; boost x%s', w.boost) else '' end,
            thr is not null,
            n_below,
-           skipped
+           skipped,
+           w.id = any (merged_ids),
+           array(select x.id
+                 from (select w.id, 0 as o
+                       union all
+                       select f.id, f.o from unnest(f_id, f_into, f_o) as f(id, into_id, o)
+                       where f.into_id = w.id) x
+                 order by x.o, x.id),
+           null::bigint
     from w
-    order by w.pool, w.id;
+    union all
+    -- explain: the passages folded into a merged section, and which hit took them.
+    select f.id, k.document_id, c.name::text, null::integer, f.s, null::timestamptz, 1::double precision,
+           1::double precision, f.s, null::text, null::double precision, null::double precision,
+           null::integer, null::integer, false, 'merged',
+           format('merged: its section (%s) is returned as hit chunk %s (parent_return)', k.section_id, f.into_id),
+           thr is not null, n_below, skipped, false, array[f.id], f.into_id
+    from unnest(f_id, f_into, f_s) as f(id, into_id, s)
+    join sift.chunks k on k.chunk_id = f.id
+    join unnest(cols) as c on c.collection_id = k.collection_id
+    where every_candidate
+    order by 4 nulls last, 1;
 end;
 $$;
 comment on function sift._finalize(sift.collections[], sift.knob_set[], bigint[], double precision[],
@@ -379,6 +470,24 @@ comment on function sift._finalize(sift.collections[], sift.knob_set[], bigint[]
     'finalize, so they always agree.';
 
 
+create or replace function sift._join_text(parts text[])
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Consecutive chunks as one text: as they are when one ends or the next
+    -- starts with whitespace (the hierarchical strategy's chunks are slices
+    -- of the source, so this gives the source back), else a blank line.
+    select pg_catalog.string_agg(
+               case when u.i > 1 and parts[u.i - 1] !~ '\s$' and u.t !~ '^\s' then E'\n\n' else '' end || u.t,
+               '' order by u.i)
+    from pg_catalog.unnest(parts) with ordinality as u(t, i)
+$$;
+comment on function sift._join_text(text[]) is
+    'Internal: consecutive chunk texts as one text (a blank line between two only where neither '
+    'side has whitespace).';
+
+
 create or replace function sift._hits(
     cols sift.collections[], knobs sift.knob_set[], pool sift.candidate[], ids bigint[],
     scores double precision[], match_count integer, scored_by text, reranker text,
@@ -388,15 +497,84 @@ language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- The kept hits with their text and document: finalize's rows joined by id
-    -- (each a lookup by key; never a scan of the documents table).
+    -- (each a lookup by key; never a scan of the documents table). A merged
+    -- hit's text is its section's; with neighbours, each hit's window is read
+    -- by (document, ordinal) around it, and windows that overlap become one,
+    -- held by the best-ranked hit among them (window_of points the others at it).
+    with f as materialized (
+        select f.*, k.ordinal, k.content, k.context, k.token_count, k.section_id,
+               (select (knobs[i]).neighbours from pg_catalog.generate_subscripts(cols, 1) as i
+                where (cols[i]).name = f.collection_name) as n
+        from sift._finalize(cols, knobs, ids, scores, match_count, scored_by, false) f
+        cross join lateral (select k.ordinal, k.content, k.context, k.token_count, k.section_id
+                            from sift.chunks k where k.chunk_id = f.chunk_id) k
+    ), b as (
+        -- What each hit's text spans: its chunk, or its whole section when merged.
+        select f.chunk_id,
+               case when f.merged then s.ids else array[f.chunk_id] end as ids,
+               case when f.merged then s.lo else f.ordinal end as lo,
+               case when f.merged then s.hi else f.ordinal end as hi,
+               case when f.merged then s.txt else f.content end as txt,
+               case when f.merged then s.tokens else f.token_count end as tokens
+        from f
+        left join lateral (
+            select pg_catalog.array_agg(c.chunk_id order by c.ordinal) as ids,
+                   min(c.ordinal) as lo, max(c.ordinal) as hi,
+                   sift._join_text(pg_catalog.array_agg(c.content order by c.ordinal)) as txt,
+                   case when count(c.token_count) = count(*) then sum(c.token_count)::integer end as tokens
+            from sift.chunks c
+            where f.merged and c.section_id = f.section_id) s on true
+    ), w as (
+        -- The window of each hit: n chunks before its first and after its last,
+        -- by ordinal (gaps left by deleted chunks are skipped, not counted).
+        select f.chunk_id, f.document_id, f.final_rank,
+               coalesce((select min(x.ordinal)
+                         from (select c.ordinal from sift.chunks c
+                               where c.document_id = f.document_id and c.ordinal < b.lo
+                               order by c.ordinal desc limit f.n) x), b.lo) as w_lo,
+               coalesce((select max(x.ordinal)
+                         from (select c.ordinal from sift.chunks c
+                               where c.document_id = f.document_id and c.ordinal > b.hi
+                               order by c.ordinal limit f.n) x), b.hi) as w_hi
+        from f join b on b.chunk_id = f.chunk_id
+        where f.n > 0
+    ), w2 as (
+        select w.*, max(w.w_hi) over (partition by w.document_id order by w.w_lo, w.chunk_id
+                                      rows between unbounded preceding and 1 preceding) as prev_hi
+        from w
+    ), w3 as (
+        -- Overlapping windows of one document form a group.
+        select w2.*, sum(case when w2.prev_hi is null or w2.w_lo > w2.prev_hi then 1 else 0 end)
+                         over (partition by w2.document_id order by w2.w_lo, w2.chunk_id) as g
+        from w2
+    ), grp as (
+        select w3.document_id, w3.g, min(w3.w_lo) as lo, max(w3.w_hi) as hi,
+               (pg_catalog.array_agg(w3.chunk_id order by w3.final_rank))[1] as leader
+        from w3 group by w3.document_id, w3.g
+    ), span as (
+        select grp.leader, s.ids, s.txt
+        from grp
+        cross join lateral (
+            select pg_catalog.array_agg(c.chunk_id order by c.ordinal) as ids,
+                   sift._join_text(pg_catalog.array_agg(c.content order by c.ordinal)) as txt
+            from sift.chunks c
+            where c.document_id = grp.document_id and c.ordinal between grp.lo and grp.hi) s
+    ), win as (
+        select w3.chunk_id, span.ids, span.txt,
+               case when grp.leader <> w3.chunk_id then grp.leader end as window_of
+        from w3
+        join grp on grp.document_id = w3.document_id and grp.g = w3.g
+        left join span on span.leader = w3.chunk_id
+    )
     select f.final_rank, f.position, f.chunk_id, f.document_id, f.collection_name, d.source_uri,
-           d.title, k.ordinal, k.content, k.context, d.metadata, f.score, f.base_score, f.pool_rank,
+           d.title, b.lo, b.txt, f.context, d.metadata, f.score, f.base_score, f.pool_rank,
            p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank, p.lexical_score,
            coalesce(p.legs, '{}'), p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
-           f.threshold_skipped, reranker, rerank_refused
-    from sift._finalize(cols, knobs, ids, scores, match_count, scored_by, false) f
-    cross join lateral (select k.ordinal, k.content, k.context from sift.chunks k
-                        where k.chunk_id = f.chunk_id) k
+           f.threshold_skipped, reranker, rerank_refused,
+           f.section_id, f.merged, b.ids, f.matched_chunk_ids, b.tokens, win.ids, win.txt, win.window_of
+    from f
+    join b on b.chunk_id = f.chunk_id
+    left join win on win.chunk_id = f.chunk_id
     cross join lateral (select d.source_uri, d.title, d.metadata from sift.documents d
                         where d.document_id = f.document_id) d
     left join lateral (select c.* from pg_catalog.unnest(pool) c where c.chunk_id = f.chunk_id) p on true
@@ -404,7 +582,8 @@ as $$
 $$;
 comment on function sift._hits(sift.collections[], sift.knob_set[], sift.candidate[], bigint[],
     double precision[], integer, text, text, text) is
-    'Internal: finalize''s kept rows as sift.hit rows (the pool''s leg columns when it is given).';
+    'Internal: finalize''s kept rows as sift.hit rows (the pool''s leg columns when it is given), '
+    'a merged section''s text in place of its representative''s, and the neighbours windows.';
 
 
 create or replace function sift.finalize(

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 import pytest
-from pgsift import Chunk, Client, Document, migrate
+from pgsift import Chunk, Client, Document, Section, migrate
 from pytest_postgresql import factories
 
 # In memory where the machine has it: every test creates and drops a database.
@@ -122,8 +122,11 @@ def random_documents(rng: np.random.Generator, n_docs: int, dims: int, chunks_pe
             Chunk(content=" ".join(rng.choice(words, size=6)), embedding=unit(rng.normal(size=dims)))
             for _ in range(chunks_per_doc)
         ]
+        for j, chunk in enumerate(chunks):
+            chunk.section = min(j, 1)   # a heading tree: the first chunk under "Intro", the rest under "Part"
         docs.append(Document(source_uri=f"{prefix}-{i}", title=f"{prefix} {i}", chunks=chunks,
-                             metadata={"n": i, "parity": "even" if i % 2 == 0 else "odd"}))
+                             metadata={"n": i, "parity": "even" if i % 2 == 0 else "odd"},
+                             sections=[Section("Intro", 1), Section("Part", 2, parent=0)]))
     return docs
 
 

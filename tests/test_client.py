@@ -191,12 +191,16 @@ def test_search_returns_complete_hits(client):
 
     top = result[0]
     # every field is filled, but those about a reranker or a skipped threshold
-    unset = {"rerank_score", "fused_score", "reranker", "rerank_refused", "threshold_skipped"}
+    unset = {"rerank_score", "fused_score", "reranker", "rerank_refused", "threshold_skipped",
+             # structure: no section (flat chunks), no token count given, no neighbours asked for
+             "section_id", "token_count", "window_chunk_ids", "window_text", "window_of"}
     assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit) if f.name not in unset)
     assert top.rerank_score is None and result.rerank is None and not result.reranked
     assert (top.source_uri, top.title, top.ordinal, top.content, top.context, top.metadata) == (
         "target", "Target", 0, "zulu refunds", "billing", {"k": "v"})
     assert (top.found_by, top.dense_rank, top.lexical_rank) == ("both", 1, 1)
+    assert (top.merged, top.chunk_ids, top.matched_chunk_ids) == (False, [top.chunk_id], [top.chunk_id])
+    assert top.text == top.content
     assert top.dense_distance == pytest.approx(0, abs=1e-6)
     assert top.lexical_score > 0
     assert top.score == pytest.approx(0.45 / 6 + 0.55 / 6)

@@ -44,8 +44,9 @@ OWNED = {
                         "(select golden_set_id from sift.golden_sets where collection_id in "
                         "(select collection_id from sift.collections where tenant = %(t)s)))",
 }
-BY_COLLECTION = ("documents", "chunks", "collection_lexical_stats", "term_df", "term_df_pending", "term_lists",
-                 "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets", "eval_runs")
+BY_COLLECTION = ("documents", "chunks", "sections", "collection_lexical_stats", "term_df", "term_df_pending",
+                 "term_lists", "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets",
+                 "eval_runs")
 for _table in BY_COLLECTION:
     OWNED[_table] = "collection_id in (select collection_id from sift.collections where tenant = %(t)s)"
 
@@ -115,6 +116,8 @@ def foreign_ids(db, tenant: str) -> dict[str, list[Any]]:
         "names": ids("select distinct name::text from sift.collections where tenant = any(%(o)s)"),
         "chunks": ids("select chunk_id from sift.chunks where collection_id in "
                       "(select collection_id from sift.collections where tenant = any(%(o)s))"),
+        "sections": ids("select section_id from sift.sections where collection_id in "
+                        "(select collection_id from sift.collections where tenant = any(%(o)s))"),
         "documents": ids("select document_id from sift.documents where collection_id in "
                          "(select collection_id from sift.collections where tenant = any(%(o)s))"),
         "uris": ids("select source_uri from sift.documents where collection_id in "
@@ -157,6 +160,10 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                          [vec, chunk_ids])),
         ("candidates", rows("select * from sift.candidates(%s, 'alpha')", [name])),
         ("finalize", rows("select * from sift.finalize('docs', %s)", [chunk_ids])),
+        ("finalize_foreign_parent", rows("select * from sift.finalize('docs', %s, knobs => "
+                                         "'{\"parent_return\": \"parent\", \"neighbours\": 3}')", [chunk_ids])),
+        ("resolve_sections", rows("select * from sift.resolve_sections(%s)", [chunk_ids])),
+        ("resolve_sections_own", rows("select * from sift.resolve_sections(%s, skip_missing => true)", [chunk_ids])),
         ("finalize_foreign", rows("select * from sift.finalize(%s, %s)", [name, chunk_ids])),
         ("knobs", rows("select * from sift.knobs(%s)", [name])),
         ("collection_info", rows("select * from sift.collection_info(%s)", [name])),
@@ -214,6 +221,11 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                 "returning document_id", [col_id])),
         ("write_chunks", one("select sift.write_chunks(%s, array[99], array['planted'], array[null], "
                              "array[null]::integer[], array[%s])", [[doc_id], vec])),
+        ("write_sections", one("select sift.write_sections(%s, array[99], array[null]::integer[], array[1], "
+                               "array['planted'])", [[doc_id]])),
+        ("insert section", one("insert into sift.sections (document_id, collection_id, ordinal, level) values "
+                               "(%s, %s, 99, 1) returning section_id", [doc_id, col_id])),
+        ("delete sections", one("delete from sift.sections where document_id = %s returning 1", [doc_id])),
         ("insert chunk", one("insert into sift.chunks (document_id, ordinal, content, embedding) values "
                              "(%s, 99, 'planted', %s::text::public.vector) returning chunk_id", [doc_id, vec])),
         ("update chunks", one("update sift.chunks set context = 'x' where chunk_id = any(%s) returning 1",
@@ -236,8 +248,8 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
 
 # Functions that touch no table: they only echo what they are given.
 PURE = {"rrf", "recency_factor", "contextualize", "lexical_query"}
-ID_COLUMNS = {"chunk_id": "chunks", "document_id": "documents", "collection_id": "collections",
-              "golden_set_id": "golden_sets", "question_id": "questions"}
+ID_COLUMNS = {"chunk_id": "chunks", "section_id": "sections", "document_id": "documents",
+              "collection_id": "collections", "golden_set_id": "golden_sets", "question_id": "questions"}
 
 
 def _foreign_rows(label: str, result: Any, foe: dict[str, list[Any]]) -> list[Any]:

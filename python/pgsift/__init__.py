@@ -28,6 +28,7 @@ from .errors import (
     PgsiftError,
     ReadOnlyDatabase,
     RerankerNotAllowed,
+    SectionNotFound,
     ServerUnavailable,
     TenantError,
     UnknownLanguage,
@@ -45,7 +46,9 @@ from .models import (
     Knob,
     Reranked,
     RerankerConfig,
+    ResolvedSection,
     SearchResult,
+    Section,
 )
 
 try:
@@ -58,6 +61,7 @@ __all__ = [
     "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "EvaluationUnavailable",
     "Explanation", "GoldenSetExists", "GoldenSetNotFound", "Hit", "ImmutableChunk", "IncompatibleCollections",
     "InvalidArgument", "InvalidKnob", "Knob", "MigrationError", "PermissionDenied", "PgsiftError", "ReadOnlyDatabase",
-    "Reranked", "RerankerConfig", "RerankerNotAllowed", "SearchResult", "ServerUnavailable", "TenantError",
+    "Reranked", "RerankerConfig", "RerankerNotAllowed", "ResolvedSection", "SearchResult", "Section",
+    "SectionNotFound", "ServerUnavailable", "TenantError",
     "UnknownLanguage", "amigrate", "install_script", "migrate", "rerankers",
 ]

@@ -17,7 +17,7 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from .errors import InvalidArgument
-from .models import Candidate, Collection, Document, Hit, RerankerConfig, vector_text
+from .models import Candidate, Collection, Document, Hit, RerankerConfig, Section, vector_text
 
 MAX_POOL = 1000   # sift.search's match_count bound
 
@@ -150,7 +150,7 @@ def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, 
 
 # -- writing documents ----------------------------------------------------------------
 
-Row = tuple[int, str, str | None, int | None, str]
+Row = tuple[int, str, str | None, int | None, str, int | None]
 Batch = list[tuple[Document, dict[str, Any], list[Row]]]
 
 
@@ -159,13 +159,18 @@ def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any]
     uri = check_text(doc.source_uri, "source_uri", blank=False)
     if not doc.chunks:
         raise InvalidArgument(f"document {uri!r} has no chunks")
+    check_sections(doc.sections, uri)
     rows: list[Row] = []
     for ordinal, chunk in enumerate(doc.chunks):
         where = f"chunk {ordinal} of {uri!r}"
         content = check_text(chunk.content, f"the text of {where}", blank=False)
         context = None if chunk.context is None else check_text(chunk.context, f"the context of {where}")
         vec = vector_text(chunk.embedding, f"the embedding of {where}")
-        rows.append((ordinal, content, context, chunk.token_count, vec))
+        if chunk.section is not None and not (isinstance(chunk.section, int)
+                                              and 0 <= chunk.section < len(doc.sections)):
+            raise InvalidArgument(f"the section of {where} is {chunk.section!r}; the document has "
+                                  f"{len(doc.sections)} section(s)")
+        rows.append((ordinal, content, context, chunk.token_count, vec, chunk.section))
     params = {
         "collection_id": collection.collection_id, "source_uri": uri,
         "title": None if doc.title is None else check_text(doc.title, f"the title of {uri!r}"),
@@ -174,6 +179,44 @@ def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any]
         "created_at": doc.created_at, "modified_at": doc.modified_at,
     }
     return params, rows
+
+
+def section_chunk_ids(hits: Hit | Sequence[Hit] | Sequence[int]) -> list[int]:
+    """The chunk ids resolve_sections looks up: a hit's own, its section's and its window's."""
+    items = [hits] if isinstance(hits, Hit) else list(hits)
+    ids: list[int] = []
+    for item in items:
+        if isinstance(item, Hit):
+            ids += item.chunk_ids or [item.chunk_id]
+            ids += item.window_chunk_ids or []
+        elif isinstance(item, int) and not isinstance(item, bool):
+            ids.append(item)
+        else:
+            raise InvalidArgument(f"resolve_sections takes hits or chunk ids, got {type(item).__name__}")
+    return list(dict.fromkeys(ids))
+
+
+def check_sections(sections: list[Section], uri: str) -> None:
+    """A heading tree the database will accept: levels 0-6, each parent an earlier section."""
+    for i, sec in enumerate(sections):
+        where = f"section {i} of {uri!r}"
+        if not isinstance(sec.level, int) or not 0 <= sec.level <= 6:
+            raise InvalidArgument(f"the level of {where} is {sec.level!r}; levels are 0-6")
+        if sec.parent is not None and not (isinstance(sec.parent, int) and 0 <= sec.parent < i):
+            raise InvalidArgument(f"the parent of {where} is {sec.parent!r}; it must be an earlier section")
+        if sec.heading is not None:
+            check_text(sec.heading, f"the heading of {where}")
+
+
+def section_arrays(document_ids: list[int], batch: Batch) -> dict[str, list[Any]] | None:
+    """A batch's sections as sift.write_sections' parallel arrays (None: no document has any)."""
+    keys = ("document_ids", "ordinals", "parent_ordinals", "levels", "headings")
+    columns: dict[str, list[Any]] = {k: [] for k in keys}
+    for doc_id, (doc, _, _) in zip(document_ids, batch, strict=True):
+        for i, sec in enumerate(doc.sections):
+            for key, value in zip(keys, (doc_id, i, sec.parent, sec.level, sec.heading), strict=True):
+                columns[key].append(value)
+    return columns if columns["ordinals"] else None
 
 
 # Chunks per sift.write_chunks statement: bounds the statement's size (a 384-d chunk is about
@@ -185,11 +228,11 @@ CHUNKS_PER_STATEMENT = 2000
 def chunk_arrays(document_ids: list[int], batch: Batch,
                  per_statement: int = CHUNKS_PER_STATEMENT) -> Iterator[dict[str, list[Any]]]:
     """A batch's chunks as sift.write_chunks' parallel arrays, at most `per_statement` at a time."""
-    keys = ("document_ids", "ordinals", "contents", "contexts", "token_counts", "embeddings")
+    keys = ("document_ids", "ordinals", "contents", "contexts", "token_counts", "embeddings", "section_ordinals")
     columns: dict[str, list[Any]] = {k: [] for k in keys}
     for doc_id, (_, _, rows) in zip(document_ids, batch, strict=True):
-        for ordinal, content, context, token_count, vec in rows:
-            for key, value in zip(keys, (doc_id, ordinal, content, context, token_count, vec), strict=True):
+        for row in rows:
+            for key, value in zip(keys, (doc_id, *row), strict=True):
                 columns[key].append(value)
             if len(columns["ordinals"]) == per_statement:
                 yield columns

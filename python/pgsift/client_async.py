@@ -36,6 +36,7 @@ from .models import (
     Knob,
     Reranked,
     RerankerConfig,
+    ResolvedSection,
     SearchResult,
 )
 from .rerankers import RerankOutcome, SecretResolver
@@ -221,6 +222,10 @@ class AsyncClient:
                 if not cur.nextset():
                     break
             await conn.execute(q.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
+            await conn.execute(q.DELETE_SECTIONS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
+            sections = calls.section_arrays(doc_ids, batch)
+            if sections is not None:
+                await conn.execute(q.WRITE_SECTIONS, sections, prepare=False)
             for arrays in calls.chunk_arrays(doc_ids, batch):
                 await conn.execute(q.WRITE_CHUNKS, arrays, prepare=False)
         return doc_ids
@@ -373,6 +378,14 @@ class AsyncClient:
         names the reranker whose scores they are. Hits carry no leg columns."""
         params = calls.finalize_params(collection, chunk_ids, scores, top_k, knobs, scored_by)
         return SearchResult(await self._rows([(q.FINALIZE, params)], Hit))
+
+    async def resolve_sections(self, hits: Hit | Sequence[Hit] | Sequence[int], *,
+                               skip_missing: bool = False) -> list[ResolvedSection]:
+        """The sections hits come from, with their ancestors (sift.resolve_sections): pass hits
+        (their chunk_ids and window_chunk_ids are resolved) or chunk ids. A chunk without a
+        section raises SectionNotFound unless `skip_missing`."""
+        params = {"chunk_ids": calls.section_chunk_ids(hits), "skip_missing": bool(skip_missing)}
+        return await self._rows([(q.RESOLVE_SECTIONS, params)], ResolvedSection)
 
     # -- rerankers --------------------------------------------------------------------------------
 

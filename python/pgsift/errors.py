@@ -68,6 +68,10 @@ class TenantError(PgsiftError, PermissionError):
     """No tenant is bound, or this role may not act for the tenant it asked for."""
 
 
+class SectionNotFound(PgsiftError, LookupError):
+    """A chunk asked about has no section to resolve (flat chunking), or is not the tenant's."""
+
+
 class PermissionDenied(PgsiftError, PermissionError):
     """The database refused: this role lacks the grant, or the row is another tenant's."""
 
@@ -125,6 +129,7 @@ SQLSTATES: dict[str, Code] = {
     "SF008": Code(RerankerNotAllowed, "a reranker or endpoint is not the tenant's to use"),
     "SF009": Code(InvalidKnob, "a knob is unknown, of the wrong type or not settable here"),
     "SF010": Code(TenantError, "no tenant is bound, or the role may not act for that tenant"),
+    "SF011": Code(SectionNotFound, "a chunk has no section to resolve, or is not the tenant's"),
     "SFG01": Code(GoldenSetNotFound, "unknown golden set"),
     "23514": Code(InvalidKnob, "check_violation: a knob's domain (named) or a table CHECK"),
     "23505": Code(CollectionExists, "unique_violation: a collection or golden set name is taken"),

@@ -1,9 +1,14 @@
 """Turn files into pgsift Documents: a folder of .md/.txt files, or a JSONL of chunks.
 
-Markdown is cut at headings, then at paragraph boundaries into chunks of at
-most `max_words` words; each chunk carries a context header ("Title > Section")
-so a chunk read alone still says where it comes from. Chunks without an
-embedding are embedded with the given embedder, in batches.
+Two strategies for Markdown. `flat` (the default) cuts at headings, then at
+paragraph boundaries into chunks of at most `max_words` words. `hierarchical`
+keeps the document's structure: its sections (the heading tree) are written
+with it and each chunk is an exact slice of one section, of about
+`target_tokens` tokens of the embedder's own tokenizer (pgsift.chunking), so
+parent_return and neighbours can give back a section or the text around a
+hit. Either way each chunk carries a context header ("Title > Section") so a
+chunk read alone still says where it comes from. Chunks without an embedding
+are embedded with the given embedder, in batches.
 """
 
 from __future__ import annotations
@@ -13,18 +18,33 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .chunking import LocalTokenizer, TokenCounter, chunk_hierarchical
 from .errors import InvalidArgument
-from .models import Chunk, Document, Embedder
+from .models import Chunk, Document, Embedder, Section
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 SUFFIXES = (".md", ".markdown", ".txt")
+STRATEGIES = ("flat", "hierarchical")
 
 
 @dataclass
 class TextChunk:
     context: str | None
     content: str
+    token_count: int | None = None
+    section: int | None = None
+
+
+def chunk_structured(text: str, title: str, counter: TokenCounter,
+                     target_tokens: int = 128) -> tuple[list[Section], list[TextChunk]]:
+    """The hierarchical strategy: the document's sections and its passages, each an exact
+    slice of the text (a passage of whitespace alone, possible only in a blank text, is left out)."""
+    structured = chunk_hierarchical(text, counter, target_tokens=target_tokens,
+                                    max_tokens=max(256, target_tokens))
+    chunks = [TextChunk(structured.context(p.section, title), p.text, p.token_count, p.section)
+              for p in structured.passages if p.text.strip()]
+    return structured.sections, chunks
 
 
 def _split_paragraphs(lines: list[str]) -> list[str]:
@@ -106,13 +126,20 @@ def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedd
                               "(pip install 'pgsift[embed]' for the local one)")
     vectors = iter(embedder.embed(texts))
     for doc, chunks in pending:
-        doc.chunks = [Chunk(content=c.content, context=c.context, embedding=next(vectors)) for c in chunks]
+        doc.chunks = [Chunk(content=c.content, context=c.context, embedding=next(vectors),
+                            token_count=c.token_count, section=c.section) for c in chunks]
     return [doc for doc, _ in pending]
 
 
 def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: int = 180,
-                          root: Path | None = None) -> list[Document]:
-    """Every .md/.txt file under `folder` (or the file itself), chunked and embedded."""
+                          root: Path | None = None, *, strategy: str = "flat", target_tokens: int = 128,
+                          counter: TokenCounter | None = None) -> list[Document]:
+    """Every .md/.txt file under `folder` (or the file itself), chunked and embedded. With the
+    hierarchical strategy sizes are counted by `counter` (default: the local embedder's tokenizer)."""
+    if strategy not in STRATEGIES:
+        raise InvalidArgument(f"chunking strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if strategy == "hierarchical" and counter is None:
+        counter = LocalTokenizer()
     folder = Path(folder)
     files = [folder] if folder.is_file() else sorted(
         p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
@@ -121,10 +148,15 @@ def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: in
     for path in files:
         text = path.read_text(encoding="utf-8", errors="replace")
         title = _title_of(text, path)
-        chunks = chunk_markdown(text, title, max_words=max_words)
+        sections: list[Section] = []
+        if counter is not None and strategy == "hierarchical":
+            # HTML comments are notes to the renderer, not text: the document is the rest.
+            sections, chunks = chunk_structured(_COMMENT.sub("", text), title, counter, target_tokens)
+        else:
+            chunks = chunk_markdown(text, title, max_words=max_words)
         if chunks:
             uri = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
-            pending.append((Document(source_uri=uri, title=title, chunks=[],
+            pending.append((Document(source_uri=uri, title=title, chunks=[], sections=sections,
                                      metadata={"path": uri, "suffix": path.suffix.lower()}), chunks))
     return _embed_all(pending, embedder)
 
@@ -157,11 +189,13 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document
     return list(docs.values())
 
 
-def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 180) -> list[Document]:
+def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 180, *,
+                        strategy: str = "flat", target_tokens: int = 128) -> list[Document]:
     path = Path(path)
     if not path.exists():
         raise InvalidArgument(f"{path} does not exist")
     if path.is_file() and path.suffix.lower() == ".jsonl":
         return documents_from_jsonl(path, embedder)
-    return documents_from_folder(path, embedder, max_words=max_words)
+    return documents_from_folder(path, embedder, max_words=max_words, strategy=strategy,
+                                 target_tokens=target_tokens)
 

@@ -47,14 +47,27 @@ class Collection:
     settings: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Section:
+    """One part of a document's heading tree: its heading (None for the text before the first
+    heading, level 0), its level (1-6) and its enclosing section (an index into
+    `Document.sections`, None at top level)."""
+
+    heading: str | None
+    level: int
+    parent: int | None = None
+
+
 @dataclass
 class Chunk:
-    """One chunk to write: its text, its embedding, and optionally a context header."""
+    """One chunk to write: its text, its embedding, and optionally a context header, its
+    token count and its section (an index into `Document.sections`)."""
 
     content: str
     embedding: Vector | None
     context: str | None = None
     token_count: int | None = None
+    section: int | None = None
 
 
 @dataclass
@@ -68,6 +81,7 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
     modified_at: datetime | None = None
+    sections: list[Section] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -76,7 +90,12 @@ class Hit:
     the order it is presented in (they differ only with lost_in_the_middle). `score` is
     `base_score` (fused, or the reranker's) times `recency_factor` times `boost`. The leg
     columns are None for rows of `finalize`, which does not know how a pool was retrieved.
-    `rerank_score` and `fused_score` are set by the client when a reranker scored the pool."""
+    `rerank_score` and `fused_score` are set by the client when a reranker scored the pool.
+
+    Structure (parent_return, neighbours): `merged` hits stand for their whole section
+    (`content` is the section's text, `chunk_ids` its chunks, `matched_chunk_ids` the passages
+    that matched); `window_text` is the hit with its neighbours (`window_chunk_ids`), or None
+    when `window_of` names the better hit whose window already holds this one's text."""
 
     rank: int
     position: int
@@ -106,8 +125,24 @@ class Hit:
     threshold_skipped: str | None
     reranker: str | None
     rerank_refused: str | None
+    section_id: int | None = None
+    merged: bool = False
+    chunk_ids: list[int] | None = None
+    matched_chunk_ids: list[int] | None = None
+    token_count: int | None = None
+    window_chunk_ids: list[int] | None = None
+    window_text: str | None = None
+    window_of: int | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The text to hand a model for this hit: its window when it has one, else its content
+        ("" when a better hit's window already holds it, so nothing is sent twice)."""
+        if self.window_of is not None:
+            return ""
+        return self.window_text if self.window_text is not None else self.content
 
 
 @dataclass(frozen=True)
@@ -162,6 +197,32 @@ class Explanation:
     threshold_applied: bool
     below_threshold: int
     threshold_skipped: str | None
+    section_id: int | None = None
+    merged: bool = False
+    matched_chunk_ids: list[int] | None = None
+    merged_into: int | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedSection:
+    """One row of sift.resolve_sections: a section a hit's chunks belong to (depth 0) or one of
+    its ancestors (depth 1, 2, ...), with where it is in its document and its own text."""
+
+    section_id: int
+    document_id: int
+    collection_name: str
+    source_uri: str
+    title: str | None
+    ordinal: int
+    level: int
+    heading: str | None
+    path: list[str] | None
+    parent_section_id: int | None
+    depth: int
+    for_chunk_ids: list[int]
+    section_chunk_ids: list[int]
+    content: str
+    token_count: int | None
 
 
 @dataclass(frozen=True)

@@ -143,11 +143,21 @@ returning d.document_id
 
 DELETE_CHUNKS_OF_DOCUMENTS = "delete from sift.chunks where document_id = any(%(document_ids)s::bigint[])"
 
+# After the chunks (which point at them): a re-written document gets its new heading tree.
+DELETE_SECTIONS_OF_DOCUMENTS = "delete from sift.sections where document_id = any(%(document_ids)s::bigint[])"
+
+WRITE_SECTIONS = """
+select sift.write_sections(document_ids => %(document_ids)s::bigint[], ordinals => %(ordinals)s::integer[],
+                           parent_ordinals => %(parent_ordinals)s::integer[], levels => %(levels)s::integer[],
+                           headings => %(headings)s::text[])
+"""
+
 # Chunks go in one statement per batch: COPY is refused on a table with row-level security.
 WRITE_CHUNKS = """
 select sift.write_chunks(document_ids => %(document_ids)s::bigint[], ordinals => %(ordinals)s::integer[],
                          contents => %(contents)s::text[], contexts => %(contexts)s::text[],
-                         token_counts => %(token_counts)s::integer[], embeddings => %(embeddings)s::text[])
+                         token_counts => %(token_counts)s::integer[], embeddings => %(embeddings)s::text[],
+                         section_ordinals => %(section_ordinals)s::integer[])
 """
 
 DELETE_DOCUMENT = """
@@ -175,6 +185,9 @@ CANDIDATES = sql.SQL("{} order by fused_rank, chunk_id").format(
     _select(models.Candidate, "sift.candidates", _SEARCH_ARGS))
 
 EXPLAIN = _select(models.Explanation, "sift.explain", _SEARCH_ARGS + ", chunk_ids => %(chunk_ids)s::bigint[]")
+
+RESOLVE_SECTIONS = _select(models.ResolvedSection, "sift.resolve_sections",
+                           "chunk_ids => %(chunk_ids)s::bigint[], skip_missing => %(skip_missing)s::boolean")
 
 FINALIZE = _select(models.Hit, "sift.finalize", """
     collection => %(collection)s::text,

@@ -118,9 +118,11 @@ def cmd_knobs(args: argparse.Namespace) -> int:
 
 # -- documents -------------------------------------------------------------------------
 
-def ingest_path(client: Client, collection: str, path: Path, embedder: Embedder | None, max_words: int) -> int:
+def ingest_path(client: Client, collection: str, path: Path, embedder: Embedder | None, max_words: int,
+                strategy: str = "flat", target_tokens: int = 128) -> int:
     """Write a folder of .md/.txt files (or a JSONL of chunks) into the collection; the chunk count."""
-    docs = ingest.documents_from_path(path, embedder, max_words=max_words)
+    docs = ingest.documents_from_path(path, embedder, max_words=max_words, strategy=strategy,
+                                      target_tokens=target_tokens)
     with common.progress_bar(len(docs), f"ingest {collection}", unit="doc") as bar:
         client.upsert_documents(collection, docs, progress=lambda _doc: bar.update(1))
     return sum(len(d.chunks) for d in docs)
@@ -137,7 +139,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 raise
             dims = embedder.dims if embedder else args.dims
             client.create_collection(args.collection, embedding_dims=dims, search_language=args.language)
-        n = ingest_path(client, args.collection, Path(args.path), embedder, args.max_words)
+        n = ingest_path(client, args.collection, Path(args.path), embedder, args.max_words,
+                        args.chunking, args.target_tokens)
     print(f"ingested {n} chunks into {args.collection}")
     return 0
 
@@ -265,7 +268,12 @@ def register(sub: Any) -> None:
     p.add_argument("--create", action="store_true", help="create the collection if it does not exist")
     p.add_argument("--language", default="english", help="with --create: text search configuration")
     p.add_argument("--dims", type=int, default=384, help="with --create and a JSONL carrying embeddings")
-    p.add_argument("--max-words", type=int, default=180, help="words per chunk at most (default 180)")
+    p.add_argument("--max-words", type=int, default=180, help="flat chunking: words per chunk at most (default 180)")
+    p.add_argument("--chunking", choices=ingest.STRATEGIES, default="flat",
+                   help="flat: headings then paragraphs (default); hierarchical: sections kept, for "
+                        "parent_return and neighbours")
+    p.add_argument("--target-tokens", type=int, default=128,
+                   help="hierarchical chunking: tokens per passage, counted by the embedder's tokenizer (default 128)")
     p.set_defaults(func=cmd_ingest)
 
     p = add_command(sub, "search", "hybrid search, as a table")
