@@ -117,6 +117,31 @@ begin
         where not exists (select 1 from kept where kept.positive_id = pos.positive_id)
           and pg_catalog.strpos(c.content, pos.content) > 0
         order by pos.positive_id, c.ordinal, c.chunk_id
+    ), split as (
+        -- Text a re-chunk split across chunks: its own document's chunks read as one
+        -- text (as sift._join_text joins them), bound to the chunk it starts in.
+        select distinct on (pos.positive_id) pos.positive_id, t.chunk_id, d.source_uri
+        from pos
+        join sift.documents d on d.collection_id = col.collection_id
+                             and d.source_uri = pos.source_uri
+        cross join lateral (
+            select sift._join_text(pg_catalog.array_agg(c.content order by c.ordinal)) as txt
+            from sift.chunks c where c.document_id = d.document_id) whole
+        cross join lateral (
+            select o.chunk_id
+            from (select x.chunk_id, x.ordinal,
+                         sum(x.sep + x.len) over (order by x.ordinal) - x.len + 1 as starts
+                  from (select c.chunk_id, c.ordinal, pg_catalog.length(c.content) as len,
+                               case when pg_catalog.lag(c.content) over (order by c.ordinal) !~ '\s$'
+                                         and c.content !~ '^\s' then 2 else 0 end as sep
+                        from sift.chunks c where c.document_id = d.document_id) x) o
+            where o.starts <= pg_catalog.strpos(whole.txt, pos.content)
+            order by o.ordinal desc
+            limit 1) t
+        where not exists (select 1 from kept where kept.positive_id = pos.positive_id)
+          and not exists (select 1 from same_document s where s.positive_id = pos.positive_id)
+          and pg_catalog.strpos(whole.txt, pos.content) > 0
+        order by pos.positive_id
     ), elsewhere as (
         -- Anywhere in the collection: bound only when exactly one document holds it.
         select pos.positive_id,
@@ -130,16 +155,17 @@ begin
         join sift.documents d on d.document_id = c.document_id
         where not exists (select 1 from kept where kept.positive_id = pos.positive_id)
           and not exists (select 1 from same_document s where s.positive_id = pos.positive_id)
+          and not exists (select 1 from split s where s.positive_id = pos.positive_id)
           and pg_catalog.strpos(c.content, pos.content) > 0
         group by pos.positive_id
     ), decided as (
         select pos.positive_id, pos.question_key, pos.old_chunk_id,
-               coalesce(k.chunk_id, s.chunk_id,
+               coalesce(k.chunk_id, s.chunk_id, sp.chunk_id,
                         case when e.documents = 1 then e.chunk_id end) as chunk_id,
-               coalesce(k.source_uri, s.source_uri,
+               coalesce(k.source_uri, s.source_uri, sp.source_uri,
                         case when e.documents = 1 then e.source_uri end, pos.source_uri) as source_uri,
                case when k.chunk_id is not null then 'kept'
-                    when s.chunk_id is not null then 'rebound'
+                    when s.chunk_id is not null or sp.chunk_id is not null then 'rebound'
                     when e.documents = 1 and pos.source_uri is not null
                          and pos.source_uri <> e.source_uri then 'moved'
                     when e.documents = 1 then 'rebound'
@@ -148,6 +174,7 @@ begin
         from pos
         left join kept k on k.positive_id = pos.positive_id
         left join same_document s on s.positive_id = pos.positive_id
+        left join split sp on sp.positive_id = pos.positive_id
         left join elsewhere e on e.positive_id = pos.positive_id
     ), written as (
         update sift.golden_positives g
@@ -165,8 +192,8 @@ $$;
 comment on function sift.rebind_golden_set(text, text) is
     'After re-chunking or re-ingesting: binds every positive of the golden set to the chunk that '
     'now holds its text verbatim (strpos, case and whitespace exact). Status per positive: kept '
-    '(its chunk still holds the text), rebound (another chunk of the same document, else the only '
-    'document that holds it), moved (found only in a different document), ambiguous (several '
+    '(its chunk still holds the text), rebound (another chunk of the same document; the chunk it '
+    'starts in when a re-chunk split it across chunks; else the only document that holds it), moved (found only in a different document), ambiguous (several '
     'documents hold it: left unbound rather than guessed), not_found (left unbound). Writes.';
 
 

@@ -229,7 +229,8 @@ def test_runs_are_stored_with_history_and_delta(client, db, kb):
     assert second.previous_run_id == first.run_id
     assert second.delta == pytest.approx({m: second.metrics[m] - first.metrics[m]
                                           for m in ("hit_rate", "mrr", "ndcg", "precision", "recall",
-                                                    "mean_tokens", "mean_results", "unanswerable_declined")})
+                                                    "mean_tokens", "mean_results", "unanswerable_declined",
+                                                    "coverage")})
     assert other_k.previous_run_id is None                # another k: its own series
 
     rows = history(client, "kb")

@@ -12,6 +12,7 @@ The references are written from the issue's definitions, not from the SQL:
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import pgsift
 import psycopg
 import pytest
 from conftest import unit
-from pgsift import Chunk, Document, Section
+from pgsift import Chunk, Document, Section, evaluation, golden
 from pgsift.chunking import LocalTokenizer
 from pgsift.ingest import documents_from_folder
 from psycopg.types.json import Jsonb
@@ -422,3 +423,77 @@ def test_hierarchical_ingest_keeps_the_source_and_its_sections(client, db, tmp_p
     for h in parent:
         section = client.resolve_sections([h.chunk_id])[-1]
         assert h.content == section.content and h.chunk_ids == section.section_chunk_ids
+
+
+class Words:
+    """A whitespace token counter: exact sizes without a model."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+ARTICLE = """# Volcanoes
+
+Volcanoes form where magma reaches the surface. Most sit on plate boundaries.
+Some rise over hot spots far from any boundary.
+
+## Eruptions
+
+An eruption starts when pressure in the magma chamber exceeds the strength of the rock above.
+Gas dissolved in the magma expands as it rises. Explosive eruptions throw ash high into the air.
+Effusive eruptions pour lava that flows downhill for kilometres.
+
+## Monitoring
+
+Seismometers record the small earthquakes that come before an eruption.
+Satellites measure how the ground swells as magma collects below.
+Gas sensors track sulphur dioxide at the vent.
+"""
+
+
+def test_eval_scores_every_policy_from_one_index_and_rebinds_across_a_rechunk(client, db, tmp_path):
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "volcanoes.md").write_text(ARTICLE, encoding="utf-8")
+    (tmp_path / "kb" / "other.md").write_text("# Other\n\nNothing about mountains here at all.\n", encoding="utf-8")
+    client.create_collection("e", embedding_dims=DIMS)
+    client.upsert_documents("e", documents_from_folder(tmp_path / "kb", WordEmbedder(), max_words=400))
+    answer = ("Seismometers record the small earthquakes that come before an eruption.\n"
+              "Satellites measure how the ground swells")
+    golden.import_golden_set(client, "e", "gs", [
+        golden.Question("q1", "how is a volcano monitored before it erupts", positives=[golden.Positive(text=answer)]),
+    ])
+    # Re-chunked with structure: the answer now spans two passages; rebind binds it where it starts.
+    client.upsert_documents("e", documents_from_folder(tmp_path / "kb", WordEmbedder(), strategy="hierarchical",
+                                                       target_tokens=12, counter=Words()))
+    report = golden.rebind(client, "e", "gs")
+    start = db.execute("select chunk_id from sift.chunks where content like '%Seismometers%'").fetchone()[0]
+    assert [(b.status, b.chunk_id) for b in report.bindings] == [("rebound", start)]
+
+    runs = {policy: evaluation.evaluate(client, "e", top_k=3, store=False, knobs={"parent_return": policy})
+            for policy in ("child", "parent", "auto")}
+    child, parent = runs["child"], runs["parent"]
+    assert child.metrics["merge_rate"] is None and parent.metrics["merge_rate"] > 0
+    # A section is more text than its passages, and holds all of the answer.
+    assert parent.metrics["mean_tokens"] > child.metrics["mean_tokens"]
+    assert parent.metrics["coverage"] == 1.0
+    assert all(r.settings["effective"]["parent_return"] == p for p, r in runs.items())
+    tokens = dict(db.execute("select chunk_id, token_count from sift.chunks").fetchall())
+    hits = client.search("e", "how is a volcano monitored before it erupts", top_k=3, parent_return="parent")
+    assert parent.questions[0].tokens == sum(tokens[c] for h in hits for c in evaluation.returned_chunks(h))
+    windows = evaluation.evaluate(client, "e", top_k=3, store=False, knobs={"neighbours": 1})
+    assert windows.metrics["mean_tokens"] > child.metrics["mean_tokens"]
+
+
+def test_ranked_units_credit_each_positive_once():
+    def hit(chunk_id: int, chunk_ids: list[int], window: list[int] | None = None) -> pgsift.Hit:
+        base = dict.fromkeys(f.name for f in dataclasses.fields(pgsift.Hit))
+        base.update(chunk_id=chunk_id, chunk_ids=chunk_ids, window_chunk_ids=window, source_uri="d", merged=False)
+        return pgsift.Hit(**base)
+
+    hits = [hit(1, [1, 2, 3]), hit(2, [2]), hit(9, [9], window=[8, 9, 3])]
+    # the section credits positive 2 first; the later hit on 2 counts as itself; the window reaches 3
+    assert evaluation.ranked_units("chunk", hits, {2, 3}) == ["chunk:2", "chunk:2", "chunk:3"]
+    assert evaluation.ranked_units("document", hits, {2}) == ["doc:d", "doc:d", "doc:d"]
+    assert evaluation.returned_chunks(hits[2]) == [8, 9, 3]

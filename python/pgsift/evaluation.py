@@ -26,6 +26,14 @@ again nor use up a slot, as in pgsift.metrics and the benchmark). A positive
 whose chunk is gone (unbound, see ``pgsift golden rebind``) still counts as
 relevant and can never be found, so a stale golden set scores low rather than
 high, and the run reports how many positives were unbound.
+
+Structure (parent_return, neighbours): a hit stands for every chunk whose text it
+returns (a merged section's chunks, its window). At the chunk level it counts as
+the first positive among those not already credited to a better hit, so a
+section answering twice is not scored twice. ``coverage`` is the share of a
+question's positives whose text came back at all, ``mean_tokens`` counts the
+text actually returned (a window once, a hit inside another's window not again)
+and ``merge_rate`` the share of hits that were merged sections.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from .models import Hit, Knob
 
 METRICS = ("hit_rate", "mrr", "ndcg", "precision", "recall")
 COST = ("mean_tokens", "mean_results")
+STRUCTURE = ("coverage", "merge_rate")
 MODES = ("pipeline", "dense", "lexical")
 METRIC_LABELS = {"hit_rate": "hit", "mrr": "MRR", "ndcg": "nDCG", "precision": "P", "recall": "R"}
 # What a sweep's values are, by the SQL type a knob's domain is over (sift.knobs().type).
@@ -61,10 +70,10 @@ NUMBER_TYPES: dict[str, type] = {"smallint": int, "integer": int, "bigint": int,
 Progress = Callable[[int], object]
 
 __all__ = [
-    "COST", "METRICS", "METRIC_LABELS", "MODES", "NUMBER_TYPES", "EvalRun", "EvaluationUnavailable",
-    "HistoryRow", "QuestionResult", "Scores", "Sweep", "check_values", "evaluate", "format_value", "history",
-    "parse_values", "plot_sweep", "query_vectors", "relevant_units", "require", "score", "sweep",
-    "sweepable_knobs", "unit",
+    "COST", "METRICS", "METRIC_LABELS", "MODES", "NUMBER_TYPES", "STRUCTURE", "EvalRun", "EvaluationUnavailable",
+    "HistoryRow", "QuestionResult", "Scores", "Sweep", "check_values", "covered_chunks", "evaluate",
+    "format_value", "history", "parse_values", "plot_sweep", "query_vectors", "ranked_units", "relevant_units",
+    "require", "returned_chunks", "score", "sweep", "sweepable_knobs", "unit",
 ]
 
 
@@ -152,6 +161,8 @@ class QuestionResult:
     tokens: int                 # sum of the returned chunks' token counts
     legs: list[str]             # the legs that ran
     scores: dict[str, float] | None   # None for a question without an answer
+    coverage: float | None = None     # share of the bound positives whose text came back
+    merged: int = 0                   # hits that were merged sections
 
 
 @dataclass
@@ -191,6 +202,35 @@ class HistoryRow:
     settings: dict[str, Any]
     previous_run_id: int | None
     delta: dict[str, float] | None
+
+
+def returned_chunks(hit: Hit) -> list[int]:
+    """The chunks whose text this hit sends: its window, else what its content spans; none when
+    a better hit's window already holds it."""
+    if hit.window_of is not None:
+        return []
+    return list(hit.window_chunk_ids or hit.chunk_ids or [hit.chunk_id])
+
+
+def covered_chunks(hit: Hit) -> list[int]:
+    """The chunks a hit stands for: its own text's and its window's."""
+    return list(dict.fromkeys([*(hit.chunk_ids or [hit.chunk_id]), *(hit.window_chunk_ids or [])]))
+
+
+def ranked_units(judged_at: str, hits: Sequence[Hit], positives: set[int]) -> list[str]:
+    """What each hit counts as, in rank order (see :func:`unit`); at the chunk level, a hit
+    covering positives counts as the first one no better hit was credited with."""
+    credited: set[int] = set()
+    ranked = []
+    for h in hits:
+        if judged_at == "chunk":
+            fresh = [c for c in covered_chunks(h) if c in positives and c not in credited]
+            if fresh:
+                credited.add(fresh[0])
+                ranked.append(unit(judged_at, fresh[0], h.source_uri))
+                continue
+        ranked.append(unit(judged_at, h.chunk_id, h.source_uri))
+    return ranked
 
 
 def unit(judged_at: str, chunk_id: int, source_uri: str | None) -> str:
@@ -287,9 +327,12 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
     embeddings), else the client's embedder (``reembed`` forces it), else none (the
     lexical leg alone, said in ``settings["embeddings"]``).
 
-    Metrics (see :func:`score`) are averaged over the answerable questions;
-    ``mean_tokens`` (sum of the returned chunks' token_count) and ``mean_results``
-    over every question, and ``unanswerable_declined`` is the share of questions
+    Metrics (see :func:`score`) are averaged over the answerable questions, and so is
+    ``coverage`` (the share of a question's bound positives whose text came back);
+    ``mean_tokens`` (the token_count of the chunks whose text came back: windows and
+    merged sections whole, nothing twice) and ``mean_results`` over every question;
+    ``merge_rate`` is the share of hits that were merged sections (null with
+    parent_return child), and ``unanswerable_declined`` is the share of questions
     without an answer that got no result (null when the set has none).
     ``settings["effective"]`` is every knob in force (the collection's settings with
     this run's overrides); ``settings["legs"]`` counts, per leg, the questions whose
@@ -323,7 +366,7 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
         if progress:
             progress(1)
 
-    chunk_ids = sorted({h.chunk_id for hits in answers for h in hits})
+    chunk_ids = sorted({c for hits in answers for h in hits for c in returned_chunks(h)})
     with client.transaction() as conn:
         tokens: dict[int, int] = dict(conn.execute(q.TOKEN_COUNTS, {"chunk_ids": chunk_ids},
                                                    prepare=False).fetchall())
@@ -334,23 +377,33 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
     results = []
     for question, hits in zip(questions, answers, strict=True):
         key = question.question_key
-        ranked = [unit(gs.judged_at, h.chunk_id, h.source_uri) for h in hits]
+        bound = {p.chunk_id for p in positives.get(question.question_id, []) if p.chunk_id is not None}
+        ranked = ranked_units(gs.judged_at, hits, bound)
         rankings[key] = ranked
         if question.answerable:
             qrels[key] = relevant_units(gs.judged_at, positives.get(question.question_id, []))
         legs.update((hits[0].legs or []) if hits else [])
-        results.append((key, question.answerable, hits, ranked))
+        sent = {c for h in hits for c in returned_chunks(h)} | {c for h in hits for c in covered_chunks(h)}
+        coverage = len(bound & sent) / len(bound) if question.answerable and bound else None
+        results.append((key, question.answerable, hits, ranked, coverage))
     scores = score(rankings, qrels, top_k)
 
     per_question = [QuestionResult(key=key, answerable=answerable, chunk_ids=[h.chunk_id for h in hits],
-                                   ranked=ranked, tokens=sum(tokens.get(h.chunk_id, 0) for h in hits),
+                                   ranked=ranked,
+                                   tokens=sum(tokens.get(c, 0) for h in hits for c in returned_chunks(h)),
                                    legs=list(hits[0].legs or []) if hits else [],
-                                   scores=scores.per_query.get(key) if answerable else None)
-                    for key, answerable, hits, ranked in results]
+                                   scores=scores.per_query.get(key) if answerable else None,
+                                   coverage=coverage, merged=sum(1 for h in hits if h.merged))
+                    for key, answerable, hits, ranked, coverage in results]
     unanswerable = [r for r in per_question if not r.answerable]
     metrics: dict[str, float | None] = dict(scores.mean)
     metrics["mean_tokens"] = float(np.mean([r.tokens for r in per_question]))
     metrics["mean_results"] = float(np.mean([len(r.chunk_ids) for r in per_question]))
+    covered = [r.coverage for r in per_question if r.coverage is not None]
+    metrics["coverage"] = float(np.mean(covered)) if covered else None
+    n_hits = sum(len(r.chunk_ids) for r in per_question)
+    metrics["merge_rate"] = (sum(r.merged for r in per_question) / n_hits
+                             if n_hits and effective.get("parent_return") != "child" else None)
     metrics["unanswerable_declined"] = (
         sum(1 for r in unanswerable if not r.chunk_ids) / len(unanswerable) if unanswerable else None)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .chunking import LocalTokenizer, TokenCounter, chunk_hierarchical
-from .errors import InvalidArgument
+from .errors import EmbedderUnavailable, InvalidArgument
 from .models import Chunk, Document, Embedder, Section
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -108,6 +108,13 @@ def chunk_markdown(text: str, title: str, max_words: int = 180) -> list[TextChun
     return chunks
 
 
+def _tokenizer_if_installed() -> TokenCounter | None:
+    try:
+        return LocalTokenizer()
+    except EmbedderUnavailable:
+        return None
+
+
 def _title_of(text: str, path: Path) -> str:
     for line in text.splitlines():
         m = _HEADING.match(line)
@@ -138,8 +145,8 @@ def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: in
     hierarchical strategy sizes are counted by `counter` (default: the local embedder's tokenizer)."""
     if strategy not in STRATEGIES:
         raise InvalidArgument(f"chunking strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    if strategy == "hierarchical" and counter is None:
-        counter = LocalTokenizer()
+    if counter is None:
+        counter = LocalTokenizer() if strategy == "hierarchical" else _tokenizer_if_installed()
     folder = Path(folder)
     files = [folder] if folder.is_file() else sorted(
         p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
@@ -154,6 +161,9 @@ def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: in
             sections, chunks = chunk_structured(_COMMENT.sub("", text), title, counter, target_tokens)
         else:
             chunks = chunk_markdown(text, title, max_words=max_words)
+            if counter is not None:   # sizes for evaluation's token counts
+                for c in chunks:
+                    c.token_count = counter.count(c.content)
         if chunks:
             uri = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
             pending.append((Document(source_uri=uri, title=title, chunks=[], sections=sections,

@@ -196,26 +196,55 @@ def _client_for(conn: psycopg.Connection[Any], args: argparse.Namespace, collect
     return client, gs
 
 
+def _structure_variants(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """--parent-return and --neighbours: one pipeline run per combination, from the same index."""
+    policies = _listed(args.parent_return, str)
+    counts = _listed(args.neighbours, int)
+    return [{**({"parent_return": p} if p is not None else {}), **({"neighbours": n} if n is not None else {})}
+            for p in policies for n in counts]
+
+
+def _listed(value: str | None, kind: type) -> list[Any]:
+    if value is None:
+        return [None]
+    try:
+        return list(dict.fromkeys(kind(v.strip()) for v in value.split(",") if v.strip())) or [None]
+    except ValueError as exc:
+        raise InvalidArgument(f"expected a comma-separated list, got {value!r}") from exc
+
+
 def _eval_run(conn: psycopg.Connection[Any], args: argparse.Namespace, collection: str) -> int:
     knobs = parse_settings(args.set)
+    variants = _structure_variants(args)
     modes = ["pipeline", *dict.fromkeys(args.baseline or [])]
     client, gs = _client_for(conn, args, collection, args.golden, args.reembed, modes)
-    client.knobs(collection, **knobs)    # the database refuses a bad knob before any run
+    for variant in variants:
+        client.knobs(collection, **knobs, **variant)    # the database refuses a bad knob before any run
+    plan = [("pipeline", {**knobs, **variant}) for variant in variants]
+    plan += [(mode, {k: v for k, v in knobs.items() if k != "hybrid"}) for mode in modes[1:]]
     runs = []
-    with progress_bar(gs.questions * len(modes), f"eval {collection}") as bar:
-        for mode in modes:
-            mode_knobs = knobs if mode == "pipeline" else {k: v for k, v in knobs.items() if k != "hybrid"}
+    with progress_bar(gs.questions * len(plan), f"eval {collection}") as bar:
+        for mode, run_knobs in plan:
+            variant = {k: v for k, v in run_knobs.items() if k in ("parent_return", "neighbours")}
+            label = " ".join(f"{k}={v}" for k, v in variant.items()) if len(variants) > 1 else None
             runs.append(evaluation.evaluate(client, collection, golden_set=gs.name, top_k=args.top_k,
-                                            knobs=mode_knobs, mode=mode, store=not args.no_store,
-                                            reembed=args.reembed, progress=bar.update))
+                                            knobs=run_knobs, mode=mode, store=not args.no_store,
+                                            reembed=args.reembed, progress=bar.update,
+                                            label=label if mode == "pipeline" else None))
     if args.json:
         dump({"runs": [r.to_json(per_question=args.per_question) for r in runs]})
         return 0
     print(_describe_set(collection, runs[0]))
-    rows = [[r.run_id, r.label, *_metric_row(r), _delta(r.delta, "ndcg"), _delta(r.delta, "recall"),
-             r.previous_run_id] for r in runs]
-    print(table(rows, ["run", "label", *_metric_headers(args.top_k), f"ΔnDCG@{args.top_k}",
-                       f"ΔR@{args.top_k}", "vs run"]))
+    structure = args.parent_return is not None or args.neighbours is not None
+    extra = [[num(r.metrics.get("coverage")), num(r.metrics.get("merge_rate"))] if structure else []
+             for r in runs]
+    rows = [[r.run_id, r.label, *_metric_row(r), *more, _delta(r.delta, "ndcg"), _delta(r.delta, "recall"),
+             r.previous_run_id] for r, more in zip(runs, extra, strict=True)]
+    print(table(rows, ["run", "label", *_metric_headers(args.top_k), *(["coverage", "merged"] if structure else []),
+                       f"ΔnDCG@{args.top_k}", f"ΔR@{args.top_k}", "vs run"]))
+    if structure:
+        print("coverage: share of each answer's chunks whose text came back; merged: share of hits that "
+              "were whole sections (parent_return); tokens: text returned per question, nothing twice")
     if knobs:
         print("overrides: " + ", ".join(f"{k}={common.json_cell(v)}" for k, v in knobs.items()))
     for note in _notes(runs):
@@ -400,6 +429,10 @@ def register(sub: Any) -> None:
                    help="also run this leg alone beside the pipeline (repeatable)")
     p.add_argument("--reembed", action="store_true",
                    help="embed the questions with the local embedder even when vectors are stored")
+    p.add_argument("--parent-return", metavar="POLICIES",
+                   help="run: child, parent, auto or a list (child,parent,auto): one run each, same index")
+    p.add_argument("--neighbours", metavar="N",
+                   help="run: chunks around each hit (0-20) or a list (0,1): one run each, same index")
     p.add_argument("--no-store", action="store_true", help="do not record the run(s) in the history")
     p.add_argument("--json", action="store_true", help="print the run(s) as JSON")
     p.add_argument("--per-question", action="store_true", help="with --json: each question's result")
