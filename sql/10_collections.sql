@@ -252,6 +252,23 @@ comment on function sift.delete_document(text, text) is
     'Statistics stay exact; run sift.refresh_lexical_stats after many deletions. Writes.';
 
 
+create or replace function sift._same_lengths(what text, lengths integer[])
+returns void
+language plpgsql immutable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Parallel arrays: one row per index, so every array has the first one's length.
+    if exists (select 1 from unnest(lengths) as l where coalesce(l, 0) <> coalesce(lengths[1], 0)) then
+        raise exception '% needs arrays of one length (% document ids)', what, coalesce(lengths[1], 0)
+            using errcode = 'SF003';
+    end if;
+end;
+$$;
+comment on function sift._same_lengths(text, integer[]) is
+    'Internal: raises SF003 unless the parallel arrays of a write (their lengths given) are of one length.';
+
+
 create or replace function sift.write_sections(
     document_ids    bigint[],
     ordinals        integer[],
@@ -263,20 +280,18 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    n integer := coalesce(cardinality(document_ids), 0);
     written integer;
 begin
     -- A document's heading tree, written before its chunks (which name their
     -- section by ordinal). The collection comes from the document, whose own
     -- policy decides whether the caller may see it.
-    if n <> coalesce(cardinality(ordinals), 0) or n <> coalesce(cardinality(parent_ordinals), 0)
-       or n <> coalesce(cardinality(levels), 0) or n <> coalesce(cardinality(headings), 0) then
-        raise exception 'write_sections needs arrays of one length (% document ids)', n using errcode = 'SF003';
-    end if;
+    perform sift._same_lengths('write_sections', array[cardinality(document_ids), cardinality(ordinals),
+                               cardinality(parent_ordinals), cardinality(levels), cardinality(headings)]);
     insert into sift.sections (document_id, collection_id, ordinal, parent_ordinal, level, heading)
     select u.d, d.collection_id, u.o, u.p, u.l, u.h
     from unnest(document_ids, ordinals, parent_ordinals, levels, headings) as u(d, o, p, l, h)
-    left join sift.documents d on d.document_id = u.d;
+    left join sift.documents d on d.document_id = u.d
+    order by u.d, u.o;   -- ids in document order
     get diagnostics written = row_count;
     return written;
 exception
@@ -311,12 +326,9 @@ begin
     -- COPY is refused on a table with row-level security for every role the policies
     -- apply to; this is its equivalent for them: one statement for a batch of chunks,
     -- each embedding given in pgvector's text form.
-    if n <> coalesce(cardinality(ordinals), 0) or n <> coalesce(cardinality(contents), 0)
-       or n <> coalesce(cardinality(contexts), 0) or n <> coalesce(cardinality(token_counts), 0)
-       or n <> coalesce(cardinality(embeddings), 0)
-       or (section_ordinals is not null and n <> cardinality(section_ordinals)) then
-        raise exception 'write_chunks needs arrays of one length (% document ids)', n using errcode = 'SF003';
-    end if;
+    perform sift._same_lengths('write_chunks', array[n, cardinality(ordinals), cardinality(contents),
+                               cardinality(contexts), cardinality(token_counts), cardinality(embeddings),
+                               coalesce(cardinality(section_ordinals), n)]);
     if section_ordinals is not null and exists (
         select 1
         from unnest(document_ids, section_ordinals) as u(d, so)

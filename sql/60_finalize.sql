@@ -91,6 +91,7 @@ create or replace function sift._merge_pool(
     scores double precision[])
 returns table (chunk_id bigint, score double precision, pool_rank integer, merged_into bigint, merged boolean)
 language sql stable security invoker
+rows 50
 set search_path = pg_catalog, pg_temp
 as $$
     -- parent_return on a pool (distinct ids in pool order): the passages of a
@@ -166,6 +167,9 @@ returns table (
     matched_chunk_ids bigint[],
     merged_into       bigint)
 language plpgsql stable security invoker
+-- A pool is tens of rows, not the 1,000 a function is guessed at: joined by
+-- key to chunks and documents, never hashed against every row of them.
+rows 50
 set search_path = pg_catalog, pg_temp
 -- Every query here takes arrays; a custom plan per call costs more than it saves.
 set plan_cache_mode = force_generic_plan
@@ -655,7 +659,9 @@ comment on function sift.finalize(text, bigint[], double precision[], integer, j
     'per_document_cap chunks per document until nothing else is left (backfill), by MMR when '
     'mmr_lambda is set (lambda x relevance - (1 - lambda) x largest cosine similarity to the '
     'chunks already picked); lost_in_the_middle puts the strongest at both ends (rank 1, 3, 5, '
-    '..., 6, 4, 2; position is the order shown, rank the strength). knobs override the '
+    '..., 6, 4, 2; position is the order shown, rank the strength); parent_return merges passages '
+    'into their sections before the cap and MMR, and neighbours reads each kept hit''s window, as '
+    'in sift.search. knobs override the '
     'collections'' settings (several collections: smallest non-zero cap, smallest lambda, highest '
     'threshold). Ids that are not chunks of these collections are ignored; rows carry no leg '
     'columns. Read-only.';

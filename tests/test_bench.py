@@ -237,3 +237,66 @@ def test_run_compare_pairs_two_databases(db, dsn, toy: Path):
     assert set(result["modes"]) == set(bench_compare.MODES) and result["queries"] == 2
     assert all(m["a_p50_ms"] > 0 and m["b_p50_ms"] > 0 and m["ratio_p50"] > 0 for m in result["modes"].values())
     assert "ratio" in bench_compare.format_table(result)
+
+
+def _xquad_toy(root: Path) -> Path:
+    """Two articles of three paragraphs in XQuAD-R's layout (English and one translation)."""
+    paragraphs = {
+        ("Volcanoes", "p000"): "Magma rises through the crust. Pressure builds below the surface until it breaks.",
+        ("Volcanoes", "p001"): "Seismometers record small earthquakes before an eruption begins.",
+        ("Volcanoes", "p002"): "Ash clouds ground aircraft for days after a large eruption.",
+        ("Tides", "p003"): "The moon pulls the oceans and makes the tides rise and fall twice a day.",
+        ("Tides", "p004"): "Spring tides happen when the sun and moon line up.",
+        ("Tides", "p005"): "Tidal power plants turn the moving water into electricity.",
+    }
+    questions = {"q1": ("what records earthquakes before an eruption", "p001"),
+                 "q2": ("when do spring tides happen", "p004"),
+                 "q3": ("how is electricity made from tides", "p005")}
+    root.mkdir()
+    (root / "qrels").mkdir()
+    with open(root / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for lang in ("en", "de"):
+            for (title, pid), text in paragraphs.items():
+                f.write(json.dumps({"_id": f"{lang}/{pid}", "title": title, "text": text,
+                                    "metadata": {"language": lang, "source_uri": f"/{lang}/{title}/{pid}"}}) + "\n")
+    with open(root / "queries.jsonl", "w", encoding="utf-8") as f:
+        for qid, (text, _) in questions.items():
+            f.write(json.dumps({"_id": f"en/{qid}", "text": text, "metadata": {"language": "en"}}) + "\n")
+    with open(root / "qrels" / "test.tsv", "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        for qid, (_, pid) in questions.items():
+            f.write(f"en/{qid}\ten/{pid}\t2\nen/{qid}\tde/{pid}\t1\n")
+    return root
+
+
+class _Bag:
+    """A bag-of-words stand-in embedder: shared words, similar vectors."""
+
+    dims = 64
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().replace(".", " ").split():
+                out[i, sum(map(ord, word)) % self.dims] += 1
+        return np.stack([unit(v + 1e-3) for v in out]).astype(np.float32)
+
+
+def test_run_structure_scores_sections_and_returned_text(db, tmp_path: Path):
+    from pgsift import bench_structure
+
+    dataset = _xquad_toy(tmp_path / "xq")
+    articles, questions = bench_structure.load_articles(dataset)
+    assert [pid for pid, _ in articles["Volcanoes"]] == ["p000", "p001", "p002"]
+    assert sorted(q.section for q in questions) == [("Tides", "p004"), ("Tides", "p005"), ("Volcanoes", "p001")]
+    result = bench_structure.run_structure(db, dataset, sizes=(8,), embedder=_Bag())
+    rows = {(r["chunking"], r["parent_return"], r["neighbours"]): r for r in result["rows"]}
+    assert len(rows) == 2 + 4 * 2 and result["questions"] == 3
+    child, parent = rows[("hierarchical", "child", 0)], rows[("hierarchical", "parent", 0)]
+    # A section returns all of its answer, for more text than its passages.
+    assert parent["recall"] == 1.0 and parent["tokens"] >= child["tokens"] and parent["merged"] > 0
+    assert child["merged"] == 0 and rows[("hierarchical", "child", 1)]["tokens"] >= child["tokens"]
+    assert all(0 <= r["ndcg@10"] <= 1 and r["results"] > 0 for r in rows.values())
+    assert "hierarchical" in bench_structure.format_table(result)
+    # It cleans up after itself.
+    assert db.execute("select count(*) from sift.collections").fetchone() == (0,)

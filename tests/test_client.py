@@ -422,7 +422,8 @@ async def test_async_twins_match_sync(db, client, aclient):
     for kwargs in ({"query": "alpha bravo", "embedding": q},
                    {"query": "charlie", "embedding": q, "hybrid": False},
                    {"query": "delta", "filter": {"parity": "odd"}},
-                   {"query": "echo", "embedding": q, "mmr_lambda": 0.5, "per_document_cap": 1}):
+                   {"query": "echo", "embedding": q, "mmr_lambda": 0.5, "per_document_cap": 1},
+                   {"query": "alpha", "embedding": q, "parent_return": "parent", "neighbours": 1}):
         sync_hits = client.search("s", top_k=7, **kwargs)
         assert len(sync_hits) > 0
         # the same collection read both ways: identical hits
@@ -431,6 +432,11 @@ async def test_async_twins_match_sync(db, client, aclient):
         assert comparable(await aclient.search("a", top_k=7, **kwargs)) == comparable(sync_hits)
         assert await aclient.explain("s", top_k=7, **kwargs) == client.explain("s", top_k=7, **kwargs)
         assert await aclient.candidates("s", top_k=7, **kwargs) == client.candidates("s", top_k=7, **kwargs)
+
+    top = client.search("s", "alpha", embedding=q, top_k=3)
+    assert await aclient.resolve_sections(top.hits) == client.resolve_sections(top.hits)
+    with pytest.raises(pgsift.SectionNotFound):
+        await aclient.resolve_sections([-1])
 
     altered = await aclient.alter_collection("a", fetch_k=10)
     assert altered.settings["fetch_k"] == 10

@@ -14,7 +14,7 @@ from conftest import random_documents, unit
 from pgsift import Client
 
 DIMS = 8
-BIG_TABLES = ("Seq Scan on chunks", "Seq Scan on documents")
+BIG_TABLES = ("Seq Scan on chunks", "Seq Scan on documents", "Seq Scan on sections")
 
 
 @pytest.fixture
@@ -26,11 +26,12 @@ def shared_table(db):
     Client(db, tenant="other").upsert_documents("big", random_documents(rng, 100, DIMS, chunks_per_doc=4))
     small = Client(db)
     small.create_collection("small", embedding_dims=DIMS)
-    small.upsert_documents("small", random_documents(rng, 20, DIMS))
-    db.execute("vacuum analyze sift.chunks, sift.documents")
+    # four chunks a document: one under "Intro", three under "Part" (sections to merge)
+    small.upsert_documents("small", random_documents(rng, 20, DIMS, chunks_per_doc=4))
+    db.execute("vacuum analyze sift.chunks, sift.documents, sift.sections")
     # The planner then sees what a large shared table looks like: a million chunks (the same
     # pages, denser), so a plan that is fine for 4,000 rows but not for a million shows.
-    for table, rows in (("chunks", 1_000_000), ("documents", 250_000)):
+    for table, rows in (("chunks", 1_000_000), ("documents", 250_000), ("sections", 500_000)):
         db.execute("select pg_restore_relation_stats('schemaname', 'sift', 'relname', %s::text, "
                    "'reltuples', %s::real)", [table, float(rows)])
     return small
@@ -72,8 +73,11 @@ SEARCHES = [
     {"query": "", "embedding": True},
     {"query": "charlie", "embedding": False},
     {"query": "charlie", "embedding": False, "lexical_scorer": "ts_rank_cd"},
+    # structure: sections merged, and windows read around the hits
+    {"query": "alpha bravo", "embedding": True, "parent_return": "auto", "neighbours": 2},
+    {"query": "alpha bravo", "embedding": True, "parent_return": "parent", "per_document_cap": 1},
 ]
-SEARCH_IDS = ["hybrid", "hybrid-knobs", "dense", "lexical", "lexical-ts_rank_cd"]
+SEARCH_IDS = ["hybrid", "hybrid-knobs", "dense", "lexical", "lexical-ts_rank_cd", "auto-neighbours", "parent-cap"]
 
 
 @pytest.mark.parametrize("kwargs", SEARCHES, ids=SEARCH_IDS)
@@ -84,7 +88,12 @@ def test_a_search_reads_its_collection_only(db, connect_as, shared_table, kwargs
     query = kwargs.pop("query")
 
     def search(client: Client) -> None:
-        assert len(client.search("small", query, embedding=vec, top_k=5, **kwargs)) > 0
+        hits = client.search("small", query, embedding=vec, top_k=5, **kwargs)
+        assert len(hits) > 0
+        if kwargs.get("parent_return") == "parent":
+            assert any(h.merged for h in hits)   # the plans include a section's text read
+        if kwargs.get("neighbours"):
+            assert all(h.window_chunk_ids or h.window_of for h in hits)
 
     plans = (plans_of(db, lambda: search(shared_table)) if role == "operator"
              else reader_plans(db, connect_as, search))
@@ -97,6 +106,9 @@ def test_explain_and_finalize_read_their_collection_only(db, shared_table):
     vec = unit(np.ones(DIMS))
     ids = [h.chunk_id for h in shared_table.search("small", "alpha", embedding=vec, top_k=10).hits]
     for call in (lambda: shared_table.explain("small", "alpha", embedding=vec),
-                 lambda: shared_table.finalize("small", ids, top_k=5, per_document_cap=1)):
+                 lambda: shared_table.finalize("small", ids, top_k=5, per_document_cap=1),
+                 lambda: shared_table.explain("small", "alpha", embedding=vec, parent_return="parent"),
+                 lambda: shared_table.finalize("small", ids, top_k=5, parent_return="auto", neighbours=3),
+                 lambda: shared_table.resolve_sections(ids)):
         plans = plans_of(db, call)
         assert plans and [p for p in plans if any(s in p for s in BIG_TABLES)] == []

@@ -378,6 +378,13 @@ def test_bad_sections_are_refused_before_anything_is_written(client, db):
         db.execute("select sift.write_chunks(%s, array[0], array['x'], array[null], array[null]::integer[], "
                    "array[%s], array[3])", [[doc_id], "[" + ",".join(map(str, vec)) + "]"])
     assert err.value.sqlstate == "SF003"
+    # Parallel arrays of different lengths: refused, naming the function.
+    for call in ("select sift.write_sections(%s, array[0, 1], array[null]::integer[], array[1], array['A'])",
+                 "select sift.write_chunks(%s, array[0], array['x'], array[null], array[null]::integer[], "
+                 "array['[1,0,0,0,0,0,0,0]'], array[0, 1])"):
+        with pytest.raises(psycopg.Error, match="needs arrays of one length") as err:
+            db.execute(call, [[doc_id]])
+        assert err.value.sqlstate == "SF003"
 
 
 class WordEmbedder:

@@ -464,6 +464,15 @@ select k.chunk_id, d.source_uri from sift.chunks k join sift.documents d using (
 where k.collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
 """
 
+# The structure benchmark: each chunk's document, section heading (hierarchical) or heading path (flat).
+BENCH_STRUCTURE_CHUNKS = """
+select k.chunk_id, d.source_uri, s.heading, k.context, k.token_count
+from sift.chunks k
+join sift.documents d on d.document_id = k.document_id
+left join sift.sections s on s.section_id = k.section_id
+where k.collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+"""
+
 COUNT_DOCUMENTS = """
 select count(*) from sift.documents
 where collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))

@@ -1,4 +1,5 @@
-"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare`: the benchmarks, each on a migrated database."""
+"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure`: the benchmarks, each on a
+migrated database."""
 
 from __future__ import annotations
 
@@ -61,6 +62,12 @@ def cmd_bench_rls(args: argparse.Namespace) -> int:
         conn, Path(args.dataset), model=args.model, queries_n=args.queries, repeats=args.repeats))
 
 
+def cmd_bench_structure(args: argparse.Namespace) -> int:
+    from .. import bench_structure
+    return _bench(args, bench_structure, lambda conn: bench_structure.run_structure(
+        conn, Path(args.dataset), sizes=tuple(args.sizes), max_questions=args.max_questions, keep=args.keep))
+
+
 def cmd_bench_compare(args: argparse.Namespace) -> int:
     from .. import bench_compare
 
@@ -72,7 +79,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add `bench` and its seven benchmarks to pgsift's subcommands."""
+    """Add `bench` and its eight benchmarks to pgsift's subcommands."""
     p = add_command(sub, "bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     json_help = "print the result as JSON"
@@ -128,6 +135,15 @@ def register(sub: Any) -> None:
     q.add_argument("--rounds", type=int, default=1, help="timed rounds over the queries (default 1)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_compare)
+
+    q = add_command(bench_sub, "structure", "parent_return and neighbours: section-level quality vs tokens")
+    q.add_argument("--dataset", required=True, help="the xquad-r-multi folder (articles rebuilt from source_uri)")
+    q.add_argument("--sizes", type=int, nargs="+", default=[64, 128],
+                   help="passage sizes in tokens (default 64 128)")
+    q.add_argument("--max-questions", type=int, help="a seeded sample of the English questions (default all)")
+    q.add_argument("--keep", action="store_true", help="keep the collections it loads (bench_structure_*)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_structure)
 
     q = add_command(bench_sub, "fusion", "sweep dense_weight, rrf_k and fetch_k on a BEIR split")
     q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
