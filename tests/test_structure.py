@@ -25,7 +25,7 @@ import pytest
 from conftest import unit
 from pgsift import Chunk, Document, Section, evaluation, golden
 from pgsift.chunking import LocalTokenizer
-from pgsift.ingest import documents_from_folder
+from pgsift.ingest import documents_from_folder, documents_from_path
 from psycopg.types.json import Jsonb
 
 DIMS = 8
@@ -504,3 +504,14 @@ def test_ranked_units_credit_each_positive_once():
     assert evaluation.ranked_units("chunk", hits, {2, 3}) == ["chunk:2", "chunk:2", "chunk:3"]
     assert evaluation.ranked_units("document", hits, {2}) == ["doc:d", "doc:d", "doc:d"]
     assert evaluation.returned_chunks(hits[2]) == [8, 9, 3]
+
+
+def test_ingest_refuses_what_it_cannot_do(tmp_path):
+    (tmp_path / "c.jsonl").write_text('{"source_uri": "a", "content": "x"}\n', encoding="utf-8")
+    with pytest.raises(pgsift.InvalidArgument, match="carries its own chunks"):
+        documents_from_path(tmp_path / "c.jsonl", None, strategy="hierarchical")
+    (tmp_path / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+    with pytest.raises(pgsift.InvalidArgument, match="chunking strategy"):
+        documents_from_folder(tmp_path, WordEmbedder(), strategy="semantic")
+    with pytest.raises(pgsift.InvalidArgument):
+        documents_from_folder(tmp_path, WordEmbedder(), strategy="hierarchical", target_tokens=0, counter=Words())

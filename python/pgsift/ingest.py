@@ -205,6 +205,8 @@ def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 
     if not path.exists():
         raise InvalidArgument(f"{path} does not exist")
     if path.is_file() and path.suffix.lower() == ".jsonl":
+        if strategy != "flat":
+            raise InvalidArgument(f"{path}: a JSONL carries its own chunks; --chunking applies to .md/.txt files")
         return documents_from_jsonl(path, embedder)
     return documents_from_folder(path, embedder, max_words=max_words, strategy=strategy,
                                  target_tokens=target_tokens)

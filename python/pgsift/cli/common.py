@@ -19,7 +19,7 @@ import psycopg
 from .. import embedded
 from ..client import Client
 from ..errors import EmbedderUnavailable, InvalidArgument
-from ..models import Embedder, SearchResult
+from ..models import Embedder, Hit, SearchResult
 
 # -- options every command takes ----------------------------------------------------
 
@@ -158,11 +158,24 @@ def snippet(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def _returns(hit: Hit) -> str:
+    """What text a hit returns (parent_return, neighbours), in a few words."""
+    if hit.window_of is not None:
+        return f"in the window of {hit.window_of}"
+    own = len(hit.chunk_ids or [hit.chunk_id])
+    what = f"section ({own} chunks)" if hit.merged else "passage"
+    around = len(hit.window_chunk_ids or []) - own
+    return what + (f" + {around} around" if around > 0 else "")
+
+
 def print_hits(result: SearchResult, out: IO[str] | None = None) -> None:
     out = out or sys.stdout   # looked up at call time, so redirection and capture work
+    structure = any(h.merged or h.window_chunk_ids or h.window_of for h in result)
     rows = [[h.rank, round(h.score, 5), h.found_by, h.dense_rank, h.lexical_rank,
-             snippet(h.title or h.source_uri, 30), snippet(h.content)] for h in result]
-    print(table(rows, ["rank", "score", "leg", "dense", "lexical", "title", "text"]), file=out)
+             snippet(h.title or h.source_uri, 30), *([_returns(h)] if structure else []),
+             snippet(h.text if structure else h.content)] for h in result]
+    print(table(rows, ["rank", "score", "leg", "dense", "lexical", "title", *(["returns"] if structure else []),
+                       "text"]), file=out)
     print(f"legs run: {', '.join(result.legs) or '-'}; lexical query: {result.lexical_query or '(none)'}",
           file=out)
     outcome = result.rerank
