@@ -226,6 +226,64 @@ comment on function sift._check_vector(sift.collections, @extschema:vector@.vect
     'SF003 for a zero vector in a cosine collection.';
 
 
+create or replace function sift._bigrams(run text)
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Overlapping character bigrams of one run of CJK or Thai characters, as
+    -- words: 北京大学 -> 北京 京大 大学 (a single character stays itself).
+    select ' ' || case when pg_catalog.length(run) < 2 then run
+                       else (select pg_catalog.string_agg(pg_catalog.substr(run, i, 2), ' ' order by i)
+                             from pg_catalog.generate_series(1, pg_catalog.length(run) - 1) as i) end || ' '
+$$;
+comment on function sift._bigrams(text) is
+    'Internal: a run of CJK or Thai characters as overlapping character bigrams separated by spaces.';
+
+
+create or replace function sift._segment(input text)
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- PostgreSQL's parser has no word splitter for Chinese, Japanese, Korean
+    -- or Thai: a whole run of them is one "word" that no query matches. Each
+    -- such run becomes its character bigrams (Lucene's CJK approach; for
+    -- Thai, which has no spaces either, the same), at write and query time
+    -- alike. Text without such characters comes back unchanged.
+    select case
+        when input is null or input !~ '[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]'
+            then input
+        else (select pg_catalog.string_agg(coalesce(sift._bigrams(m[1]), m[2]), '' order by o)
+              from pg_catalog.regexp_matches(
+                       input,
+                       '([\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+)'
+                       '|([^\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+)',
+                       'g') with ordinality as r(m, o))
+    end
+$$;
+comment on function sift._segment(text) is
+    'Internal: text with every run of Thai, kana, CJK ideographs or Hangul replaced by its '
+    'character bigrams, so the lexical leg can match words in languages written without spaces.';
+
+
+create or replace function sift.language_config(language text)
+returns regconfig
+language sql stable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- en, EN, en-US and en_GB all read as en; a code without a row is simple.
+    select case when language is null then null
+                else coalesce((select l.config from sift.language_configs l
+                               where l.code = pg_catalog.lower(pg_catalog.split_part(
+                                                 pg_catalog.replace(language, '_', '-'), '-', 1))),
+                              'simple'::regconfig) end
+$$;
+comment on function sift.language_config(text) is
+    'The text search configuration for a language code (ISO 639-1; a region suffix is ignored): '
+    'the row of sift.language_configs, else simple; null for null.';
+
+
 create or replace function sift._search_vector(
     language regconfig, title text, context text, content text)
 returns tsvector
@@ -235,16 +293,17 @@ as $$
     -- A placeholder between fields, deleted again, leaves a one-position gap
     -- so a "quoted phrase" never matches across title, context and text.
     select pg_catalog.ts_delete(
-        pg_catalog.setweight(pg_catalog.to_tsvector(language, coalesce(title, '')), 'A')
+        pg_catalog.setweight(pg_catalog.to_tsvector(language, coalesce(sift._segment(title), '')), 'A')
         || 'sift_gap:1'::tsvector
-        || pg_catalog.setweight(pg_catalog.to_tsvector(language, coalesce(context, '')), 'B')
+        || pg_catalog.setweight(pg_catalog.to_tsvector(language, coalesce(sift._segment(context), '')), 'B')
         || 'sift_gap:1'::tsvector
-        || pg_catalog.to_tsvector(language, coalesce(content, '')),
+        || pg_catalog.to_tsvector(language, coalesce(sift._segment(content), '')),
         'sift_gap'::text)
 $$;
 comment on function sift._search_vector(regconfig, text, text, text) is
     'Internal: the stored lexical representation of a chunk: document title (weight A), '
-    'context header (B) and text (D), analysed with the collection''s language.';
+    'context header (B) and text (D), analysed with the document''s language (else the '
+    'collection''s), CJK and Thai runs as bigrams (sift._segment).';
 
 
 create or replace function sift._lists_lock_key(collection_id bigint)
@@ -266,6 +325,7 @@ as $$
 declare
     col      sift.collections;
     doc_title text;
+    doc_language text;
     limit_bytes integer;
 begin
     -- Writers share this collection's lock; building impact lists takes it
@@ -287,7 +347,7 @@ begin
         end if;
     end if;
 
-    select d.collection_id, d.title into new.collection_id, doc_title
+    select d.collection_id, d.title, d.language into new.collection_id, doc_title, doc_language
     from sift.documents d
     where d.document_id = new.document_id;
     if new.collection_id is null then
@@ -307,7 +367,9 @@ begin
     end if;
     perform sift._check_vector(col, new.embedding, format('the embedding of chunk %s', new.ordinal));
 
-    new.search_vector := sift._search_vector(col.search_language, doc_title, new.context, new.content);
+    -- The document's language picks the configuration; without one, the collection's.
+    new.search_vector := sift._search_vector(coalesce(sift.language_config(doc_language), col.search_language),
+                                             doc_title, new.context, new.content);
     new.lexical_length := (select coalesce(sum(array_length(u.positions, 1)), 0)
                            from unnest(new.search_vector) u);
     -- A rough count (about four characters a token) when the writer gave none.
@@ -339,3 +401,29 @@ $$;
 comment on function sift._pgvector_has_iterative_scan() is
     'Internal: true when pgvector >= 0.8 (hnsw.iterative_scan exists; setting it on older '
     'versions is an error, so the dense leg asks first).';
+
+
+create or replace function sift._documents_after_write()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- A document in a language the collection has not seen: its configuration
+    -- joins the ones the lexical leg parses queries with.
+    insert into sift.collection_configs (collection_id, config)
+    select new.collection_id, sift.language_config(new.language)
+    where new.language is not null
+      and sift.language_config(new.language) is distinct from
+          (select c.search_language from sift.collections c where c.collection_id = new.collection_id)
+    on conflict do nothing;
+    return null;
+end;
+$$;
+comment on function sift._documents_after_write() is
+    'Trigger: records the text search configuration of a document''s language in '
+    'sift.collection_configs (the lexical leg parses queries with each).';
+
+create or replace trigger documents_after_write
+    after insert or update of language on sift.documents
+    for each row execute function sift._documents_after_write();

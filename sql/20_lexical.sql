@@ -19,16 +19,21 @@ comment on function sift._tsquery_or(text[]) is
 
 
 create or replace function sift._parse_query(
-    query_text      text,
-    search_language regconfig,
-    max_terms       integer default 64,
-    out match       tsquery,
-    out terms       text[])
+    query_text text,
+    configs    regconfig[],
+    max_terms  integer default 64,
+    strict     boolean default false,
+    out match  tsquery,
+    out terms  text[],
+    out lift   tsquery,
+    out sink   tsquery)
 language plpgsql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    clipped  text := left(coalesce(query_text, ''), 100000);
+    -- CJK and Thai runs as bigrams, as the chunks were indexed.
+    clipped  text := sift._segment(left(coalesce(query_text, ''), 100000));
+    cfg      regconfig;
     tok      record;
     words    text := '';
     phrase   tsquery;
@@ -48,33 +53,55 @@ begin
             words := words || ' ' || tok.body;
             continue;
         end if;
-        -- Checked first: phraseto_tsquery of stopwords alone raises a NOTICE.
-        continue when pg_catalog.length(pg_catalog.to_tsvector(search_language, tok.body)) = 0;
-        phrase := pg_catalog.phraseto_tsquery(search_language, tok.body);
+        -- The phrase in every configuration that keeps a word of it (checked
+        -- first: phraseto_tsquery of stopwords alone raises a NOTICE).
+        phrase := null;
+        foreach cfg in array configs loop
+            continue when pg_catalog.length(pg_catalog.to_tsvector(cfg, tok.body)) = 0;
+            phrase := case when phrase is null then pg_catalog.phraseto_tsquery(cfg, tok.body)
+                           else phrase || pg_catalog.phraseto_tsquery(cfg, tok.body) end;
+        end loop;
+        continue when phrase is null;
         if tok.negated then
             continue when excluded >= max_terms;
             excluded := excluded + 1;
-            required := case when required is null then !!phrase else required && !!phrase end;
+            -- strict: excluded; boost: a chunk holding it is lowered, never dropped.
+            if strict then
+                required := case when required is null then !!phrase else required && !!phrase end;
+            else
+                sink := case when sink is null then phrase else sink || phrase end;
+            end if;
         else
             continue when phrases >= max_terms;
             phrases := phrases + 1;
             positive := case when positive is null then phrase else positive || phrase end;
-            required := case when required is null then phrase else required && phrase end;
-            terms := terms || array(
-                select t.lexeme from pg_catalog.unnest(pg_catalog.to_tsvector(search_language, tok.body)) t);
+            -- strict: required; boost: a chunk holding it is lifted, the others stay.
+            if strict then
+                required := case when required is null then phrase else required && phrase end;
+            else
+                lift := case when lift is null then phrase else lift || phrase end;
+            end if;
+            foreach cfg in array configs loop
+                terms := terms || array(
+                    select t.lexeme from pg_catalog.unnest(pg_catalog.to_tsvector(cfg, tok.body)) t);
+            end loop;
         end if;
     end loop;
 
-    -- Bare words: OR over their distinct lexemes, the first max_terms in query order.
+    -- Bare words: OR over their distinct lexemes in every configuration, the
+    -- first max_terms in query order.
     terms := terms || array(
         select t.lexeme
-        from pg_catalog.unnest(pg_catalog.to_tsvector(search_language, words)) as t
-        order by t.positions[1], t.lexeme
-        limit max_terms);
+        from pg_catalog.unnest(configs) with ordinality as c(cfg, n)
+        cross join lateral pg_catalog.unnest(pg_catalog.to_tsvector(c.cfg, words)) as t
+        order by t.positions[1], c.n, t.lexeme
+        limit max_terms * cardinality(configs));
     terms := array(select u.t from pg_catalog.unnest(terms) with ordinality u(t, o)
                    group by u.t order by min(u.o) limit 2 * max_terms);
     if cardinality(terms) = 0 then
         terms := null;   -- nothing to search for: empty, stopwords, only exclusions
+        lift := null;
+        sink := null;
         return;
     end if;
     positive := case when positive is null then sift._tsquery_or(terms)
@@ -82,15 +109,18 @@ begin
     match := case when required is null then positive else positive && required end;
 end;
 $$;
-comment on function sift._parse_query(text, regconfig, integer) is
-    'Internal: the lexical leg''s view of a query: the tsquery a chunk must match and the '
-    'distinct positive terms BM25 scores (null when the text has none).';
+comment on function sift._parse_query(text, regconfig[], integer, boolean) is
+    'Internal: the lexical leg''s view of a query, parsed with each configuration given: the '
+    'tsquery a chunk must match, the distinct positive terms BM25 scores (null when the text has '
+    'none), and in boost mode (strict false) the quoted phrases that lift a chunk and the '
+    '-exclusions that lower it.';
 
 
 create or replace function sift.lexical_query(
     query_text      text,
     search_language regconfig default 'english',
-    max_terms       integer default 64)
+    max_terms       integer default 64,
+    quoted_text     text default 'boost')
 returns tsquery
 language plpgsql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
@@ -99,15 +129,20 @@ begin
     if max_terms is null or max_terms not between 1 and 1000 then
         raise exception 'max_terms must be between 1 and 1000, got %', max_terms using errcode = 'SF003';
     end if;
-    return (sift._parse_query(query_text, search_language, max_terms)).match;
+    if quoted_text is null or quoted_text not in ('boost', 'require') then
+        raise exception 'quoted_text must be boost or require, got %', quoted_text using errcode = 'SF003';
+    end if;
+    return (sift._parse_query(query_text, array[search_language], max_terms, quoted_text = 'require')).match;
 end;
 $$;
-comment on function sift.lexical_query(text, regconfig, integer) is
+comment on function sift.lexical_query(text, regconfig, integer, text) is
     'The tsquery the lexical leg runs for a user''s text: OR over the distinct terms (the first '
-    'max_terms, default 64, in query order; AND makes real questions match nothing), '
-    '"quoted phrases" required, -word and -"phrase" excluded. Never raises on odd text: empty, '
-    'punctuation-only, emoji or stopword-only text gives null, and the search answers from '
-    'the dense leg alone. Text past 100,000 characters is ignored.';
+    'max_terms, default 64, in query order; AND makes real questions match nothing); with '
+    'quoted_text require, "quoted phrases" are required and -word and -"phrase" excluded (boost, '
+    'the default: they lift or lower chunks instead, so the tsquery is the OR alone). CJK and Thai '
+    'text is matched by character bigrams. Never raises on odd text: empty, punctuation-only, '
+    'emoji or stopword-only text gives null, and the search answers from the dense leg alone. '
+    'Text past 100,000 characters is ignored.';
 
 
 create or replace function sift._bm25_impact(
@@ -227,13 +262,41 @@ comment on function sift._matching_chunks(bigint, tsquery, double precision) is
     'by walking its own chunks (so its cost never grows with other tenants'' data).';
 
 
+create or replace function sift._lift_and_sink(
+    ids bigint[], scores double precision[], lift tsquery, sink tsquery)
+returns table (chunk_id bigint, rank integer, score double precision)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Quoted text in boost mode: a chunk of the leg's top n that holds a quoted
+    -- phrase counts double, one that holds a -word half; then ranked again.
+    select u.id, u.o::integer, u.s
+    from unnest(ids, scores) with ordinality as u(id, s, o)
+    where lift is null and sink is null
+    union all
+    select x.id, (pg_catalog.row_number() over (order by x.s desc, x.id))::integer, x.s
+    from (select u.id,
+                 u.s * case when lift is not null and c.search_vector @@ lift then 2 else 1 end
+                     * case when sink is not null and c.search_vector @@ sink then 0.5 else 1 end as s
+          from unnest(ids, scores) as u(id, s)
+          join sift.chunks c on c.chunk_id = u.id
+          where lift is not null or sink is not null) x
+    order by 2
+$$;
+comment on function sift._lift_and_sink(bigint[], double precision[], tsquery, tsquery) is
+    'Internal: the lexical leg''s top n with quoted phrases lifting (x2) and -words sinking (x0.5) '
+    'the chunks that hold them, ranked again.';
+
+
 create or replace function sift._lexical_leg(
     col     sift.collections,
     knobs   sift.knob_set,
     match   tsquery,
     terms   text[],
     filter  jsonb,
-    n       integer)
+    n       integer,
+    lift    tsquery default null,
+    sink    tsquery default null)
 returns table (chunk_id bigint, rank integer, score double precision)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -283,8 +346,9 @@ begin
     end if;
 
     if scorer = 'ts_rank_cd' then
-        return query
-        select s.chunk_id, (row_number() over (order by s.score desc, s.chunk_id))::integer, s.score
+        select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
+               array_agg(s.score order by s.score desc, s.chunk_id)
+        into best, scores
         from (select c.chunk_id, pg_catalog.ts_rank_cd(c.search_vector, match)::double precision as score
               from sift.chunks c
               where c.chunk_id = any (sift._matching_chunks(col.collection_id, match, n_chunks))
@@ -292,8 +356,8 @@ begin
                                              where d.document_id = c.document_id
                                                and d.metadata @> filter))
               order by 2 desc, c.chunk_id
-              limit n) s
-        order by 2;
+              limit n) s;
+        return query select * from sift._lift_and_sink(best, scores, lift, sink);
         return;
     end if;
 
@@ -448,13 +512,11 @@ begin
         exit;
     end loop;
 
-    return query
-    select u.id, u.ord::integer, u.score
-    from unnest(best, scores) with ordinality as u(id, score, ord)
-    order by u.ord;
+    return query select * from sift._lift_and_sink(best, scores, lift, sink);
 end;
 $$;
-comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer) is
+comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
+    tsquery, tsquery) is
     'Internal: the top n chunks of a collection for the query, by Okapi BM25 (idf = '
     'ln(1 + (N - df + 0.5) / (df + 0.5)), exact statistics) or by ts_rank_cd. Rare terms are '
     'scored exhaustively; common terms are read best-first from their impact lists until the '
@@ -462,4 +524,5 @@ comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, 
     'knob''s postings (3,000) are read and at most max(4n, 100) chunks scored; if that cannot '
     'prove the top n, every matching chunk is scored when the terms'' chunk counts sum to at most '
     'the lexical_exact_limit knob (3,000), else the best chunks found are returned, each with '
-    'its exact score.';
+    'its exact score. In quoted_text boost mode a chunk of that top n holding a quoted phrase '
+    'scores x2 (lift) and one holding a -word x0.5 (sink), and the n are ranked again.';

@@ -40,25 +40,35 @@ comment on function sift.rrf(bigint[], bigint[], double precision, double precis
 
 create or replace function sift._legs(
     col sift.collections, knobs sift.knob_set, query_text text, has_embedding boolean,
-    out legs text[], out lexical_query tsquery, out lexical_terms text[])
+    out legs text[], out lexical_query tsquery, out lexical_terms text[], out lift tsquery,
+    out sink tsquery)
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- Which legs a search runs: dense when there is a query embedding; lexical
-    -- when hybrid is on (or there is no embedding) and the text has terms.
+    -- when hybrid is on (or there is no embedding) and the text has terms. The
+    -- query is parsed in the question's language when it is known, else with
+    -- every configuration the collection's documents use.
     with q as (
-        select p.match, p.terms
+        select p.match, p.terms, p.lift, p.sink
         from sift._parse_query(
             case when knobs.hybrid or not has_embedding then query_text end,
-            col.search_language, knobs.max_query_terms) p)
+            case when knobs.query_language is not null
+                 then array[sift.language_config(knobs.query_language)]
+                 else array[col.search_language]
+                      || array(select c.config from sift.collection_configs c
+                               where c.collection_id = col.collection_id
+                                 and c.config <> col.search_language
+                               order by c.config::text) end,
+            knobs.max_query_terms, knobs.quoted_text = 'require') p)
     select array_remove(array[case when has_embedding then 'dense' end,
                               case when q.match is not null then 'lexical' end], null),
-           q.match, q.terms
+           q.match, q.terms, q.lift, q.sink
     from q
 $$;
 comment on function sift._legs(sift.collections, sift.knob_set, text, boolean) is
-    'Internal: the legs a search runs and its lexical query and terms (shared by candidates '
-    'and explain, so they always agree).';
+    'Internal: the legs a search runs and its lexical query, terms, and the quoted text that '
+    'lifts or lowers chunks (shared by candidates and explain, so they always agree).';
 
 
 create or replace function sift._check_query(
@@ -117,13 +127,15 @@ declare
     w     double precision := knobs.dense_weight;
     tsq   tsquery;
     terms text[];
+    lift  tsquery;
+    sink  tsquery;
     ran   text[] := '{}';
     dense_ids   bigint[];
     dense_raw   double precision[];
     lexical_ids bigint[];
     lexical_raw double precision[];
 begin
-    select x.legs, x.lexical_query, x.lexical_terms into ran, tsq, terms
+    select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink into ran, tsq, terms, lift, sink
     from sift._legs(col, knobs, query_text, query_embedding is not null) x;
     -- A leg that did not run leaves the other one's order untouched.
     if not ('lexical' = any (ran)) then w := 1; end if;
@@ -138,7 +150,7 @@ begin
     if 'lexical' = any (ran) then
         select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank)
         into lexical_ids, lexical_raw
-        from sift._lexical_leg(col, knobs, tsq, terms, _pool.filter, n) x;
+        from sift._lexical_leg(col, knobs, tsq, terms, _pool.filter, n, lift, sink) x;
     end if;
 
     return query

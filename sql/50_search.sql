@@ -91,7 +91,7 @@ begin
                f.cut_by, f.reason, p.legs, p.lexical_query, f.recency_date, f.recency_factor, f.boost,
                f.cap_status, f.mmr_similarity, f.mmr_penalty, f.final_rank, f.position,
                f.threshold_applied, f.below_threshold, f.threshold_skipped, f.merged,
-               f.matched_chunk_ids, f.merged_into
+               f.matched_chunk_ids, f.merged_into, f.language, f.language_factor
         from p
         join f on f.chunk_id = p.chunk_id
         union all
@@ -117,7 +117,8 @@ begin
                null::double precision, null::text, null::double precision, null::double precision,
                null::integer, null::integer,
                coalesce(summary.threshold_applied, false), coalesce(summary.below_threshold, 0),
-               summary.threshold_skipped, false, null::bigint[], null::bigint
+               summary.threshold_skipped, false, null::bigint[], null::bigint,
+               sift._language(d.language), null::double precision
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary
@@ -131,7 +132,7 @@ begin
            r.score, r.kept, r.cut_by, r.reason, r.legs, r.lexical_query, r.recency_date,
            r.recency_factor, r.boost, r.cap_status, r.mmr_similarity, r.mmr_penalty, r.final_rank,
            r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped,
-           k.section_id, r.merged, r.matched_chunk_ids, r.merged_into
+           k.section_id, r.merged, r.matched_chunk_ids, r.merged_into, r.language, r.language_factor
     from rows r
     cross join lateral (select k.ordinal, k.section_id from sift.chunks k where k.chunk_id = r.chunk_id) k
     cross join lateral (select d.source_uri, d.title from sift.documents d

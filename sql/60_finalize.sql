@@ -84,6 +84,43 @@ comment on function sift._recency_date(text, timestamptz, timestamptz, timestamp
     'metadata key of that name parsed as an ISO 8601 date; null when there is no usable date.';
 
 
+create or replace function sift._language(code text)
+returns text
+language sql immutable parallel safe security invoker
+as $$
+    -- Not pinned, so it inlines per candidate: every function in it is
+    -- qualified and every operator has an exact match in pg_catalog.
+    -- A language code's primary subtag, lower case: en-US, EN and en_GB read as en.
+    select nullif(pg_catalog.lower(pg_catalog.split_part(pg_catalog.replace(code, '_', '-'), '-', 1)), '')
+$$;
+comment on function sift._language(text) is
+    'Internal: a language code''s primary subtag in lower case (en-US, EN, en_GB: en; null for null).';
+
+
+create or replace function sift._page_key(source_uri text, metadata jsonb, language text)
+returns text
+language sql immutable parallel safe security invoker
+as $$
+    -- Not pinned, so it inlines per candidate: every function in it is
+    -- qualified and every operator has an exact match in pg_catalog.
+    -- Translations of one page: metadata.page_key when given, else the
+    -- source_uri without a leading locale segment that names the document's
+    -- own language (/de/x, de-AT/x, https://site/de/x: x). A document without
+    -- a language is a page of its own (null: never grouped).
+    select coalesce(metadata ->> 'page_key',
+                    case when language is not null then
+                        (select m[1] || m[3]
+                         from pg_catalog.regexp_match(
+                                  source_uri,
+                                  '^((?:[A-Za-z][A-Za-z0-9+.-]*://[^/]+)?/?)([A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*)/(.*)$')
+                              as m
+                         where sift._language(m[2]) = language) end)
+$$;
+comment on function sift._page_key(text, jsonb, text) is
+    'Internal: the page a document is a translation of: metadata page_key, else its source_uri '
+    'without a leading locale segment naming its own language; null when it has neither.';
+
+
 create or replace function sift._merge_pool(
     cols   sift.collections[],
     knobs  sift.knob_set[],
@@ -165,7 +202,9 @@ returns table (
     threshold_skipped text,
     merged            boolean,
     matched_chunk_ids bigint[],
-    merged_into       bigint)
+    merged_into       bigint,
+    language          text,
+    language_factor   double precision)
 language plpgsql stable security invoker
 -- A pool is tens of rows, not the 1,000 a function is guessed at: joined by
 -- key to chunks and documents, never hashed against every row of them.
@@ -193,6 +232,12 @@ declare
     p_boost  double precision[];
     p_score  double precision[];
     p_ok     boolean[];
+    p_thr    boolean[];   -- relevant enough for the score threshold
+    p_dup    boolean[];   -- another translation of its page is kept
+    p_lang   text[];
+    p_lf     double precision[];
+    qlang    text;
+    one_tr   boolean;
     n_below  integer;
     -- The selection: indices in the order chosen, the phase that chose each
     -- (1 within the per-document cap, 2 backfilled past it) and, for MMR,
@@ -236,8 +281,10 @@ begin
     -- asks for it. A value given in the call is every collection's.
     select coalesce(min(nullif((knobs[i]).per_document_cap, 0)), 0),
            min((knobs[i]).mmr_lambda),
-           coalesce(bool_or((knobs[i]).lost_in_the_middle), false)
-    into cap, lam, litm
+           coalesce(bool_or((knobs[i]).lost_in_the_middle), false),
+           sift._language(min((knobs[i]).query_language)),
+           coalesce(bool_or((knobs[i]).one_translation), false)
+    into cap, lam, litm, qlang, one_tr
     from generate_subscripts(knobs, 1) as i;
     -- A threshold is on the scale of whatever scored the pool: one calibrated
     -- for a reranker applies only to that reranker's scores.
@@ -265,12 +312,13 @@ begin
                (knobs[i]).recency_half_life::interval as half_life,
                (knobs[i]).recency_weight::double precision as w,
                (knobs[i]).recency_ceiling::double precision as ceiling,
-               (knobs[i]).recency_bias::double precision as bias
+               (knobs[i]).recency_bias::double precision as bias,
+               coalesce((knobs[i]).other_language_weight::double precision, 1) as lw
         from generate_subscripts(cols, 1) as i
     ), e as (
         -- recency_bias moves the weight toward the ceiling; it cannot turn on
         -- recency where there is no field or the weight is 0.
-        select c.cid, c.cname, c.boost, c.field, c.half_life,
+        select c.cid, c.cname, c.boost, c.field, c.half_life, c.lw,
                case when c.field is null or c.w = 0 then null
                     else c.w + coalesce(c.bias, 0) * (c.ceiling - c.w) end as weight
         from c
@@ -283,7 +331,10 @@ begin
         select u.id, k.document_id as doc, e.cname, u.o,
                -- scores this small count as 0: a product would underflow to an error
                case when u.s < 1e-200 then 0 else u.s end as base,
-               e.boost, e.weight, e.half_life,
+               e.boost, e.weight, e.half_life, l.lang,
+               -- Another language than the question's weighs less.
+               case when qlang is null or l.lang is null or l.lang = qlang then 1 else e.lw end as lf,
+               case when one_tr then sift._page_key(d.source_uri, d.metadata, l.lang) end as page,
                case when e.weight is not null
                     then sift._recency_date(e.field, d.created_at, d.modified_at,
                                             d.uploaded_at, d.metadata) end as dt
@@ -291,16 +342,26 @@ begin
         join sift.chunks k on k.chunk_id = u.id
         join e on e.cid = k.collection_id
         join sift.documents d on d.document_id = k.document_id
+        cross join lateral (select sift._language(d.language) as lang) l
     ), f as (
         select r.*, case when r.weight is not null
                          then sift.recency_factor(r.dt, pg_catalog.now(), r.half_life, r.weight) end as factor
         from r
-    ), a as (
-        select f.*, f.base * coalesce(f.factor, 1) * f.boost as adjusted,
+    ), a0 as (
+        select f.*, f.base * coalesce(f.factor, 1) * f.boost * f.lf as adjusted,
                -- The threshold is on relevance (the fused or rerank score), before
-               -- recency and boost: those reorder what is relevant enough.
-               thr is null or f.base >= thr as ok
+               -- recency, boost and language: those reorder what is relevant enough.
+               thr is null or f.base >= thr as thr_ok
         from f
+    ), a as (
+        -- One translation of a page: the question's language when it was
+        -- retrieved, else the best-scored document of the page.
+        select a0.*,
+               a0.page is not null
+               and a0.doc <> first_value(a0.doc) over (
+                       partition by a0.page
+                       order by coalesce(a0.lang = qlang, false) desc, a0.adjusted desc, a0.id) as dup
+        from a0
     )
     select array_agg(a.id order by a.adjusted desc, a.id),
            array_agg(a.doc order by a.adjusted desc, a.id),
@@ -311,14 +372,19 @@ begin
            array_agg(a.factor order by a.adjusted desc, a.id),
            array_agg(a.boost order by a.adjusted desc, a.id),
            array_agg(a.adjusted order by a.adjusted desc, a.id),
-           array_agg(a.ok order by a.adjusted desc, a.id)
-    into p_id, p_doc, p_col, p_pool, p_base, p_date, p_factor, p_boost, p_score, p_ok
+           array_agg(a.thr_ok and not a.dup order by a.adjusted desc, a.id),
+           array_agg(a.thr_ok order by a.adjusted desc, a.id),
+           array_agg(a.dup order by a.adjusted desc, a.id),
+           array_agg(a.lang order by a.adjusted desc, a.id),
+           array_agg(a.lf order by a.adjusted desc, a.id)
+    into p_id, p_doc, p_col, p_pool, p_base, p_date, p_factor, p_boost, p_score, p_ok, p_thr, p_dup, p_lang,
+         p_lf
     from a;
 
     if p_id is null then
         return;   -- an empty pool
     end if;
-    n_below := (select count(*) from pg_catalog.unnest(p_ok) as o where not o);
+    n_below := (select count(*) from pg_catalog.unnest(p_thr) as o where not o);
 
     if lam is null then
         -- Greedy in score order, skipping chunks of a document that already
@@ -381,8 +447,10 @@ begin
     return query
     with u as (
         select *
-        from unnest(p_id, p_doc, p_col, p_pool, p_base, p_date, p_factor, p_boost, p_score, p_ok, sim)
-             with ordinality as u(id, doc, cname, pool, base, dt, factor, boost, score, ok, msim, i)
+        from unnest(p_id, p_doc, p_col, p_pool, p_base, p_date, p_factor, p_boost, p_score, p_ok, sim,
+                    p_thr, p_dup, p_lang, p_lf)
+             with ordinality as u(id, doc, cname, pool, base, dt, factor, boost, score, ok, msim, thr_ok, dup,
+                                  lang, lf, i)
         -- search and finalize need only what is kept; explain wants every candidate.
         where every_candidate or u.i = any (sel)
     ), s as (
@@ -399,7 +467,8 @@ begin
     ), w as (
         select o.*,
                case when o.fr is not null then null
-                    when not o.ok then 'score_threshold'
+                    when not o.thr_ok then 'score_threshold'
+                    when o.dup then 'translation'
                     when o.capped then 'per_document_cap'
                     when lam is not null then 'mmr'
                     else 'match_count' end as cut
@@ -424,6 +493,9 @@ begin
                    format('cut: score %s is below the score threshold %s', w.base, thr)
                when 'per_document_cap' then
                    format('cut: its document already has %s chunk(s) in the result (per_document_cap)', cap)
+               when 'translation' then
+                   'cut: another translation of its page is kept (one_translation)'
+                   || case when qlang is not null then format(', in %s when retrieved', qlang) else '' end
                when 'mmr' then
                    format('cut: not among the %s MMR picks (similarity %s to a kept chunk)',
                           match_count, round(w.sim_at::numeric, 4))
@@ -438,7 +510,8 @@ begin
            end
            || case when w.factor is not null
                    then format('; recency x%s', round(w.factor::numeric, 4)) else '' end
-           || case when w.boost <> 1 then format('; boost x%s', w.boost) else '' end,
+           || case when w.boost <> 1 then format('; boost x%s', w.boost) else '' end
+           || case when w.lf <> 1 then format('; language %s x%s', w.lang, w.lf) else '' end,
            thr is not null,
            n_below,
            skipped,
@@ -449,7 +522,9 @@ begin
                        select f.id, f.o from unnest(f_id, f_into, f_o) as f(id, into_id, o)
                        where f.into_id = w.id) x
                  order by x.o, x.id),
-           null::bigint
+           null::bigint,
+           w.lang,
+           w.lf
     from w
     union all
     -- explain: the passages folded into a merged section, and which hit took them.
@@ -457,7 +532,7 @@ begin
            1::double precision, f.s, null::text, null::double precision, null::double precision,
            null::integer, null::integer, false, 'merged',
            format('merged: its section (%s) is returned as hit chunk %s (parent_return)', k.section_id, f.into_id),
-           thr is not null, n_below, skipped, false, array[f.id], f.into_id
+           thr is not null, n_below, skipped, false, array[f.id], f.into_id, null::text, null::double precision
     from unnest(f_id, f_into, f_s) as f(id, into_id, s)
     join sift.chunks k on k.chunk_id = f.id
     join unnest(cols) as c on c.collection_id = k.collection_id
@@ -470,8 +545,9 @@ comment on function sift._finalize(sift.collections[], sift.knob_set[], bigint[]
     'Internal: the finalize stage on a pool (distinct ids in pool order, their base scores, and '
     'the reranker that scored them, if one did): every candidate with its recency factor, boost, '
     'adjusted score, threshold, cap and MMR decisions, final rank and presentation position, and '
-    'why it was cut (every_candidate => false: only the kept ones). Shared by search, explain and '
-    'finalize, so they always agree.';
+    'why it was cut (every_candidate => false: only the kept ones), its language and the factor '
+    'other_language_weight gave it; one_translation cuts the other translations of a page. Shared '
+    'by search, explain and finalize, so they always agree.';
 
 
 create or replace function sift._join_text(parts text[])
@@ -575,7 +651,8 @@ as $$
            p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank, p.lexical_score,
            coalesce(p.legs, '{}'), p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
            f.threshold_skipped, reranker, rerank_refused,
-           f.section_id, f.merged, b.ids, f.matched_chunk_ids, b.tokens, win.ids, win.txt, win.window_of
+           f.section_id, f.merged, b.ids, f.matched_chunk_ids, b.tokens, win.ids, win.txt, win.window_of,
+           f.language, f.language_factor
     from f
     join b on b.chunk_id = f.chunk_id
     left join win on win.chunk_id = f.chunk_id

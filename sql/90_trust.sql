@@ -71,6 +71,9 @@ select sift._ensure_policy('sift.documents', 'tenant_rows',
 select sift._ensure_policy('sift.chunks', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.collection_configs', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
 select sift._ensure_policy('sift.sections', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
@@ -129,7 +132,8 @@ grant execute on all functions in schema sift to sift_reader, sift_gateway;
 revoke execute on function sift._ensure_dense_index(integer, sift.distance) from sift_reader, sift_gateway;
 grant execute on function sift._ensure_dense_index(integer, sift.distance) to sift_admin;
 
-grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_lexical_stats,
+grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
+    sift.language_configs, sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs,
     sift.rerankers, sift.rerank_usage, sift.reranker_providers, sift.knob_defs, sift.knob_presets,
@@ -140,7 +144,8 @@ grant insert on sift.rerank_usage to sift_reader;
 -- current_tenant reads the role map for gateways too.
 grant select on sift.tenant_roles to sift_gateway;
 
-grant insert, update, delete on sift.documents, sift.chunks, sift.sections, sift.collection_lexical_stats,
+grant insert, update, delete on sift.documents, sift.chunks, sift.sections, sift.collection_configs,
+    sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs
     to sift_writer;

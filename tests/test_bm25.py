@@ -71,7 +71,7 @@ def python_bm25(db, collection_id: int, terms: list[str], k1: float, b: float) -
 
 
 def query_terms(db, text: str) -> list[str]:
-    return db.execute("select (sift._parse_query(%s, 'english')).terms", [text]).fetchone()[0] or []
+    return db.execute("select (sift._parse_query(%s, array['english']::regconfig[])).terms", [text]).fetchone()[0] or []
 
 
 def k1_b(col) -> tuple[float, float]:

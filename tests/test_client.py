@@ -193,7 +193,8 @@ def test_search_returns_complete_hits(client):
     # every field is filled, but those about a reranker or a skipped threshold
     unset = {"rerank_score", "fused_score", "reranker", "rerank_refused", "threshold_skipped",
              # structure: no section (flat chunks), no token count given, no neighbours asked for
-             "section_id", "token_count", "window_chunk_ids", "window_text", "window_of"}
+             "section_id", "token_count", "window_chunk_ids", "window_text", "window_of",
+             "language"}   # a document without a language
     assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit) if f.name not in unset)
     assert top.rerank_score is None and result.rerank is None and not result.reranked
     assert (top.source_uri, top.title, top.ordinal, top.content, top.context, top.metadata) == (

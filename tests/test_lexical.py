@@ -25,8 +25,9 @@ ODD_WITH_TERMS = {
 }
 
 
-def lexical_query(db, text: str, language: str = "english") -> str | None:
-    return db.execute("select sift.lexical_query(%s::text, %s::regconfig)::text", (text, language)).fetchone()[0]
+def lexical_query(db, text: str, language: str = "english", quoted_text: str = "require") -> str | None:
+    return db.execute("select sift.lexical_query(%s::text, %s::regconfig, quoted_text => %s)::text",
+                      (text, language, quoted_text)).fetchone()[0]
 
 
 def or_terms(tsquery_text: str) -> list[str]:
@@ -63,8 +64,8 @@ def fox(client):
     return [by_text[t] for t in FOX_TEXTS]
 
 
-def lexical_ids(client, collection: str, query: str) -> set[int]:
-    result = client.search(collection, query, top_k=50)
+def lexical_ids(client, collection: str, query: str, quoted_text: str = "require") -> set[int]:
+    result = client.search(collection, query, top_k=50, quoted_text=quoted_text)
     assert all(h.found_by == "lexical" and h.dense_rank is None for h in result)
     return {h.chunk_id for h in result}
 
@@ -128,6 +129,9 @@ def test_lexical_query_normalises_terms(db):
     assert lexical_query(db, "-brown") is None                              # exclusions only
     assert lexical_query(db, "corriendo", "spanish") == "'corr'"
     assert lexical_query(db, "running", "simple") == "'running'"
+    # boost, the default: phrases and exclusions steer the ranking, the tsquery is the OR alone
+    assert lexical_query(db, "fox -brown", quoted_text="boost") == "'fox'"
+    assert lexical_query(db, 'dog "brown fox"', quoted_text="boost") == "'brown' <-> 'fox' | 'brown' | 'fox' | 'dog'"
 
 
 def test_or_semantics_one_matching_word_is_enough(client, fox):
@@ -140,6 +144,21 @@ def test_quoted_phrase_is_required_and_ordered(client, fox):
     assert lexical_ids(client, "fox", 'dog "brown fox"') == {fox[0]}   # phrase required, dog alone is not enough
 
 
+def test_a_quoted_aside_lifts_without_emptying_the_leg(client, fox):
+    # A question quoting a title or a word: the phrase ranks first, the other matches stay.
+    result = client.search("fox", 'which animal is the "brown fox" in', top_k=10)
+    assert result[0].chunk_id == fox[0]
+    assert {h.chunk_id for h in result} == {fox[0], fox[1], fox[2], fox[3]}
+    assert result[0].lexical_score == pytest.approx(2 * client.search(
+        "fox", "which animal is the brown fox in", top_k=10, quoted_text="require")[0].lexical_score, rel=1e-9)
+    # A phrase no chunk holds no longer empties the lexical leg.
+    assert lexical_ids(client, "fox", '"purple fox" habits', quoted_text="boost") == {fox[0], fox[1], fox[2]}
+    assert lexical_ids(client, "fox", '"purple fox" habits') == set()
+    # -word in boost mode lowers the chunks that hold it (x0.5), never drops them.
+    lowered = client.search("fox", "fox -brown", top_k=10)
+    assert lowered[0].chunk_id == fox[2] and len(lowered) == 3
+
+
 def test_phrase_does_not_span_the_title_and_the_text(client):
     # "brown" ends the document title, "fox" starts the chunk: the words are not a phrase.
     client.create_collection("span", embedding_dims=DIMS)
@@ -150,7 +169,9 @@ def test_phrase_does_not_span_the_title_and_the_text(client):
         Document(source_uri="c", title="Notes",
                  chunks=[Chunk(content="a quick brown fox", embedding=unit(rng.normal(size=DIMS)))]),
     ])
-    assert [h.source_uri for h in client.search("span", '"brown fox"', top_k=5)] == ["c"]
+    assert [h.source_uri for h in client.search("span", '"brown fox"', top_k=5, quoted_text="require")] == ["c"]
+    # boost: the phrase ranks first, the chunk holding both words apart stays below it
+    assert [h.source_uri for h in client.search("span", '"brown fox"', top_k=5)] == ["c", "s"]
     assert {h.source_uri for h in client.search("span", "brown", top_k=5)} == {"s", "c"}  # the title still counts
 
 
@@ -158,7 +179,7 @@ def test_exclusions(client, fox):
     assert lexical_ids(client, "fox", "fox -brown") == {fox[2]}
     assert lexical_ids(client, "fox", 'fox -"brown fox"') == {fox[1], fox[2]}
     # In a hybrid search excluded chunks may still come from the dense leg, never lexically.
-    result = client.search("fox", "fox -brown", embedding=np.ones(DIMS), top_k=10)
+    result = client.search("fox", "fox -brown", embedding=np.ones(DIMS), top_k=10, quoted_text="require")
     brown = {fox[0], fox[1], fox[3]}
     assert {h.chunk_id for h in result if h.lexical_rank is not None} == {fox[2]}
     assert all(h.found_by == "dense" for h in result if h.chunk_id in brown)

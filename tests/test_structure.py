@@ -218,22 +218,25 @@ def test_search_merges_before_the_cap_and_explain_says_what_merged(client, db, s
     words = db.execute("select 'doc ' || split_part(content, ' ', 2) from sift.chunks where document_id = %s "
                        "limit 1", [target]).fetchone()[0]
     query = f'"{words} section"'
-    child = client.search("s", query, top_k=20, per_document_cap=None)
-    parent = client.search("s", query, top_k=20, per_document_cap=None, parent_return="parent")
+    child = client.search("s", query, top_k=20, per_document_cap=None, quoted_text="require")
+    parent = client.search("s", query, top_k=20, per_document_cap=None, parent_return="parent",
+                           quoted_text="require")
     sections = {chunks[h.chunk_id].section_id for h in child}
     assert len(parent) == len(sections) < len(child)
     assert all(h.section_id in sections for h in parent)
     assert sorted(c for h in parent for c in h.matched_chunk_ids) == sorted(h.chunk_id for h in child)
     # The cap counts merged hits: one per document.
-    capped = client.search("s", query, top_k=20, per_document_cap=1, parent_return="parent")
+    capped = client.search("s", query, top_k=20, per_document_cap=1, parent_return="parent", quoted_text="require")
     assert len(capped) == len(parent)   # backfill keeps them all, and they are units, not passages
     # psql's path gives the same rows.
     sql_rows = db.execute("select chunk_id, merged, chunk_ids from sift.search('s', %s, match_count => 20, "
-                          "knobs => '{\"parent_return\": \"parent\", \"per_document_cap\": null}')",
+                          "knobs => '{\"parent_return\": \"parent\", \"per_document_cap\": null, "
+                          "\"quoted_text\": \"require\"}')",
                           [query]).fetchall()
     assert sql_rows == [(h.chunk_id, h.merged, h.chunk_ids) for h in parent]
     # explain: the folded passages, each pointing at its hit.
-    rows = client.explain("s", query, top_k=20, per_document_cap=None, parent_return="parent")
+    rows = client.explain("s", query, top_k=20, per_document_cap=None, parent_return="parent",
+                          quoted_text="require")
     folded = [r for r in rows if r.cut_by == "merged"]
     assert len(folded) == len(child) - len(parent)
     for r in folded:

@@ -27,6 +27,7 @@ from psycopg.rows import class_row
 from . import calls
 from . import queries as q
 from .errors import InvalidArgument, translate
+from .languages import detect
 from .migrate import migrate
 from .models import (
     Candidate,
@@ -253,6 +254,9 @@ class Client:
                 knobs: dict[str, Any]) -> dict[str, Any]:
         if embedding is None and self.embedder is not None and isinstance(query, str) and query.strip():
             embedding = self.embedder.embed([calls.check_text(query, "query")])[0]
+        if knobs.get("query_language") == "auto":
+            # The question's language, detected here (the database has no detector).
+            knobs = {**knobs, "query_language": detect(query) if isinstance(query, str) else None}
         return calls.search_params(collection, query, embedding, top_k, filter, knobs)
 
     def search(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .chunking import LocalTokenizer, TokenCounter, chunk_hierarchical
 from .errors import EmbedderUnavailable, InvalidArgument
+from .languages import detect
 from .models import Chunk, Document, Embedder, Section
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -140,9 +141,10 @@ def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedd
 
 def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: int = 180,
                           root: Path | None = None, *, strategy: str = "flat", target_tokens: int = 128,
-                          counter: TokenCounter | None = None) -> list[Document]:
+                          counter: TokenCounter | None = None, detect_language: bool = False) -> list[Document]:
     """Every .md/.txt file under `folder` (or the file itself), chunked and embedded. With the
-    hierarchical strategy sizes are counted by `counter` (default: the local embedder's tokenizer)."""
+    hierarchical strategy sizes are counted by `counter` (default: the local embedder's tokenizer);
+    `detect_language` sets each document's language (pgsift.languages, offline)."""
     if strategy not in STRATEGIES:
         raise InvalidArgument(f"chunking strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if counter is None:
@@ -167,12 +169,13 @@ def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: in
         if chunks:
             uri = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
             pending.append((Document(source_uri=uri, title=title, chunks=[], sections=sections,
+                                     language=detect(text) if detect_language else None,
                                      metadata={"path": uri, "suffix": path.suffix.lower()}), chunks))
     return _embed_all(pending, embedder)
 
 
 def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document]:
-    """One chunk per line: {"source_uri", "content", optional "title", "context",
+    """One chunk per line: {"source_uri", "content", optional "title", "language", "context",
     "embedding", "metadata", "token_count"}; lines of one source_uri form a document,
     in file order."""
     docs: dict[str, Document] = {}
@@ -185,7 +188,7 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise InvalidArgument(f"{path}:{n}: expected a JSON object with source_uri and content") from exc
         doc = docs.setdefault(uri, Document(source_uri=uri, title=row.get("title"), chunks=[],
-                                            metadata=row.get("metadata") or {}))
+                                            language=row.get("language"), metadata=row.get("metadata") or {}))
         doc.chunks.append(Chunk(content=content, context=row.get("context"),
                                 embedding=row.get("embedding"), token_count=row.get("token_count")))
     missing = [(d, c) for d in docs.values() for c in d.chunks if c.embedding is None]
@@ -200,7 +203,8 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document
 
 
 def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 180, *,
-                        strategy: str = "flat", target_tokens: int = 128) -> list[Document]:
+                        strategy: str = "flat", target_tokens: int = 128,
+                        detect_language: bool = False) -> list[Document]:
     path = Path(path)
     if not path.exists():
         raise InvalidArgument(f"{path} does not exist")
@@ -209,5 +213,5 @@ def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 
             raise InvalidArgument(f"{path}: a JSONL carries its own chunks; --chunking applies to .md/.txt files")
         return documents_from_jsonl(path, embedder)
     return documents_from_folder(path, embedder, max_words=max_words, strategy=strategy,
-                                 target_tokens=target_tokens)
+                                 target_tokens=target_tokens, detect_language=detect_language)
 

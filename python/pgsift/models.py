@@ -133,6 +133,8 @@ class Hit:
     window_chunk_ids: list[int] | None = None
     window_text: str | None = None
     window_of: int | None = None
+    language: str | None = None
+    language_factor: float = 1.0
     rerank_score: float | None = None
     fused_score: float | None = None
 
@@ -201,6 +203,8 @@ class Explanation:
     merged: bool = False
     matched_chunk_ids: list[int] | None = None
     merged_into: int | None = None
+    language: str | None = None
+    language_factor: float | None = None
 
 
 @dataclass(frozen=True)

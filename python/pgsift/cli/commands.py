@@ -119,10 +119,10 @@ def cmd_knobs(args: argparse.Namespace) -> int:
 # -- documents -------------------------------------------------------------------------
 
 def ingest_path(client: Client, collection: str, path: Path, embedder: Embedder | None, max_words: int,
-                strategy: str = "flat", target_tokens: int = 128) -> int:
+                strategy: str = "flat", target_tokens: int = 128, detect_language: bool = False) -> int:
     """Write a folder of .md/.txt files (or a JSONL of chunks) into the collection; the chunk count."""
     docs = ingest.documents_from_path(path, embedder, max_words=max_words, strategy=strategy,
-                                      target_tokens=target_tokens)
+                                      target_tokens=target_tokens, detect_language=detect_language)
     with common.progress_bar(len(docs), f"ingest {collection}", unit="doc") as bar:
         client.upsert_documents(collection, docs, progress=lambda _doc: bar.update(1))
     return sum(len(d.chunks) for d in docs)
@@ -140,7 +140,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             dims = embedder.dims if embedder else args.dims
             client.create_collection(args.collection, embedding_dims=dims, search_language=args.language)
         n = ingest_path(client, args.collection, Path(args.path), embedder, args.max_words,
-                        args.chunking, args.target_tokens)
+                        args.chunking, args.target_tokens, args.detect_language)
     print(f"ingested {n} chunks into {args.collection}")
     return 0
 
@@ -274,6 +274,9 @@ def register(sub: Any) -> None:
                         "parent_return and neighbours")
     p.add_argument("--target-tokens", type=int, default=128,
                    help="hierarchical chunking: tokens per passage, counted by the embedder's tokenizer (default 128)")
+    p.add_argument("--detect-language", action="store_true",
+                   help="set each file's language (lingua, offline; pip install 'pgsift[lang]'): its chunks are "
+                        "analysed in it and searches can prefer it")
     p.set_defaults(func=cmd_ingest)
 
     p = add_command(sub, "search", "hybrid search, as a table")
