@@ -300,3 +300,47 @@ def test_run_structure_scores_sections_and_returned_text(db, tmp_path: Path):
     assert "hierarchical" in bench_structure.format_table(result)
     # It cleans up after itself.
     assert db.execute("select count(*) from sift.collections").fetchone() == (0,)
+
+
+def test_run_languages_collapses_translations_and_prefers_the_questions_language(db, tmp_path: Path):
+    from pgsift import bench_languages
+
+    root = tmp_path / "xq"
+    (root / "qrels").mkdir(parents=True)
+    (root / "embeddings" / "toy").mkdir(parents=True)
+    texts = {"en": ["tides rise twice a day", "volcanoes erupt ash"],
+             "de": ["Gezeiten steigen zweimal am Tag", "Vulkane speien Asche"],
+             "zh": ["潮汐每天涨两次", "火山喷发火山灰"]}
+    rng = np.random.default_rng(0)
+    topics = [unit(rng.normal(size=8)) for _ in range(2)]
+    corpus, vectors = [], []
+    for lang, pair in texts.items():
+        for p, text in enumerate(pair):
+            corpus.append({"_id": f"{lang}/p{p}", "title": f"T{p}", "text": text,
+                           "metadata": {"language": lang, "source_uri": f"/{lang}/T{p}/p{p}"}})
+            vectors.append(unit(topics[p] + 0.05 * rng.normal(size=8)))
+    questions = [("en/q0", "when do tides rise", "en", 0), ("de/q0", "Wann steigen Gezeiten", "de", 0),
+                 ("zh/q1", "火山喷发什么", "zh", 1), ("en/q1", "what do volcanoes erupt", "en", 1)]
+    with open(root / "corpus.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in corpus)
+    with open(root / "queries.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps({"_id": q, "text": t, "metadata": {"language": lang}}, ensure_ascii=False) + "\n"
+                     for q, t, lang, _ in questions)
+    with open(root / "qrels" / "test.tsv", "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        for q, _, lang, p in questions:
+            f.writelines(f"{q}\t{other}/p{p}\t{2 if other == lang else 1}\n" for other in texts)
+    np.save(root / "embeddings" / "toy" / "corpus.npy", np.array(vectors, dtype=np.float32))
+    np.save(root / "embeddings" / "toy" / "queries.npy",
+            np.array([unit(topics[p] + 0.05 * rng.normal(size=8)) for *_, p in questions], dtype=np.float32))
+
+    result = bench_languages.run_languages(db, root, sample=4)
+    rows = {r["mode"]: r for r in result["rows"]}
+    assert result["questions"] == 4 and set(result["lexical_by_language"]) == {"en", "de", "zh"}
+    assert rows["dense"]["duplicates"] > 0                      # every translation comes back
+    for mode in ("hybrid + language", "hybrid + language, 3 collections"):
+        assert rows[mode]["duplicates"] == 0 and rows[mode]["first_in_language"] == 1.0
+        assert rows[mode]["page_ndcg@10"] == 1.0 and rows[mode]["answer_ndcg@10"] == 1.0
+    assert result["lexical_by_language"]["zh"][1] == 1.0        # Chinese found lexically, by bigrams
+    assert "hybrid + language" in bench_languages.format_table(result)
+    assert db.execute("select count(*) from sift.collections").fetchone() == (0,)

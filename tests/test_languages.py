@@ -25,6 +25,8 @@ import psycopg
 import pytest
 from conftest import unit
 from pgsift import Chunk, Document
+from pgsift.ingest import documents_from_folder
+from pgsift.languages import detect
 from psycopg.types.json import Jsonb
 
 DIMS = 8
@@ -239,11 +241,8 @@ def test_language_knobs_refuse_bad_values(client, db):
 
 
 def test_detection_is_offline_and_feeds_query_language_and_ingest(client, db, tmp_path):
-    from pgsift.ingest import documents_from_folder
-    from pgsift.languages import detect
-
-    assert [detect(t) for t in ["Wer gewann den Super Bowl?", "超级碗的冠军是谁", "ใครชนะซูเปอร์โบวล์", "who won the super bowl"]] == [
-        "de", "zh", "th", "en"]
+    texts = ["Wer gewann den Super Bowl?", "超级碗的冠军是谁", "ใครชนะซูเปอร์โบวล์", "who won the super bowl"]
+    assert [detect(t) for t in texts] == ["de", "zh", "th", "en"]
     assert detect("😀 123 !!") is None
     with pytest.raises(pgsift.InvalidArgument):
         detect(42)  # type: ignore[arg-type]
@@ -264,3 +263,22 @@ def test_detection_is_offline_and_feeds_query_language_and_ingest(client, db, tm
     auto = client.search("d", "Wie alt sind die Häuser der Stadt?", top_k=5, query_language="auto")
     assert auto[0].source_uri == "de.md" and auto[0].language == "de"
     assert all(h.language_factor == (1.0 if h.language == "de" else 0.8) for h in auto)
+
+
+def test_one_collection_per_language_searched_together(client):
+    rng = np.random.default_rng(9)
+    query = unit(rng.normal(size=DIMS))
+    for lang in ("en", "de", "fr"):
+        client.create_collection(f"site-{lang}", embedding_dims=DIMS)
+        # every collection's rank 1 is page 0: equal fused scores when merged
+        client.upsert_documents(f"site-{lang}", [
+            Document(source_uri=f"/{lang}/page{p}", language=lang, chunks=[
+                Chunk(content=f"page {p}", embedding=unit(query + 0.3 * p * unit(rng.normal(size=DIMS))))])
+            for p in range(4)])
+    names = ["site-en", "site-de", "site-fr"]
+    plain = client.search(names, embedding=query, top_k=6, one_translation=False)
+    assert len({h.source_uri.split("/")[2] for h in plain}) < len(plain)   # translations repeat
+    aware = client.search(names, embedding=query, top_k=6, query_language="de")
+    pages = [h.source_uri.split("/")[2] for h in aware]
+    assert len(pages) == len(set(pages)) == 4                               # one translation each
+    assert all(h.language == "de" and h.collection_name == "site-de" for h in aware)

@@ -57,6 +57,7 @@ class BeirDataset:
     query_texts: list[str]
     query_embeddings: np.ndarray        # [n_queries, dims], row i = query_ids[i]
     qrels: dict[str, dict[str, int]]    # query id -> {corpus id: relevance}, test split
+    languages: list[str | None] | None = None   # per document: metadata.language, when the corpus has it
 
     @property
     def dims(self) -> int:
@@ -128,11 +129,12 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
     if missing_files:
         raise InvalidArgument(f"{dataset} is not a BEIR folder: missing {', '.join(missing_files)}")
 
-    doc_ids, titles, texts = [], [], []
+    doc_ids, titles, texts, languages = [], [], [], []
     for row in read_jsonl(dataset / "corpus.jsonl"):
         doc_ids.append(str(row["_id"]))
         titles.append(row.get("title") or "")
         texts.append(row.get("text") or "")
+        languages.append((row.get("metadata") or {}).get("language"))
     doc_emb = np.load(emb_dir / "corpus.npy", mmap_mode="r")
     if doc_emb.ndim != 2 or doc_emb.shape[0] != len(doc_ids):
         raise InvalidArgument(f"{emb_dir / 'corpus.npy'} has shape {doc_emb.shape}; "
@@ -163,6 +165,7 @@ def load_beir(dataset: Path, model: str | None = None, split: str = "test") -> B
         query_texts=[query_rows[i].get("text") or "" for i in keep],
         query_embeddings=np.asarray(q_emb[keep], dtype=np.float32),
         qrels={str(query_rows[i]["_id"]): qrels[str(query_rows[i]["_id"])] for i in keep},
+        languages=languages if any(languages) else None,
     )
 
 
@@ -173,6 +176,7 @@ def corpus_documents(data: BeirDataset, start: int, stop: int) -> list[Document]
         # Chunk text may not be blank (the client refuses it): fall back to the title.
         content = data.texts[i] if data.texts[i].strip() else data.titles[i]
         docs.append(Document(source_uri=data.doc_ids[i], title=data.titles[i] or None,
+                             language=data.languages[i] if data.languages else None,
                              chunks=[Chunk(content=content, embedding=data.doc_embeddings[i])]))
     return docs
 

@@ -1,5 +1,5 @@
-"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure`: the benchmarks, each on a
-migrated database."""
+"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure|languages`: the benchmarks,
+each on a migrated database."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def cmd_bench_finalize(args: argparse.Namespace) -> int:
 def cmd_bench_fusion(args: argparse.Namespace) -> int:
     from .. import bench_fusion
     return _bench(args, bench_fusion, lambda conn: bench_fusion.run_fusion(
-        conn, Path(args.dataset), split=args.split, model=args.model))
+        conn, [Path(d) for d in args.dataset], split=args.split, model=args.model, tune_sample=args.tune_sample))
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
@@ -68,6 +68,12 @@ def cmd_bench_structure(args: argparse.Namespace) -> int:
         conn, Path(args.dataset), sizes=tuple(args.sizes), max_questions=args.max_questions, keep=args.keep))
 
 
+def cmd_bench_languages(args: argparse.Namespace) -> int:
+    from .. import bench_languages
+    return _bench(args, bench_languages, lambda conn: bench_languages.run_languages(
+        conn, Path(args.dataset), sample=args.questions, keep=args.keep))
+
+
 def cmd_bench_compare(args: argparse.Namespace) -> int:
     from .. import bench_compare
 
@@ -79,7 +85,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add `bench` and its eight benchmarks to pgsift's subcommands."""
+    """Add `bench` and its nine benchmarks to pgsift's subcommands."""
     p = add_command(sub, "bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     json_help = "print the result as JSON"
@@ -145,9 +151,19 @@ def register(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_structure)
 
-    q = add_command(bench_sub, "fusion", "sweep dense_weight, rrf_k and fetch_k on a BEIR split")
-    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q = add_command(bench_sub, "languages", "translations, languages and CJK/Thai lexical search on xquad-r-multi")
+    q.add_argument("--dataset", required=True, help="the xquad-r-multi folder")
+    q.add_argument("--questions", type=int, default=1000, help="questions sampled with seed 0 (default 1000)")
+    q.add_argument("--keep", action="store_true", help="keep the collections it loads (bench_languages*)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_languages)
+
+    q = add_command(bench_sub, "fusion", "sweep dense_weight, rrf_k and fetch_k on BEIR splits, the mean over datasets")
+    q.add_argument("--dataset", required=True, action="append",
+                   help="BEIR folder with embeddings/<model>/ (repeat: the defaults maximise the mean)")
     q.add_argument("--split", default="train", help="qrels split to tune on (default train)")
+    q.add_argument("--tune-sample", type=int, default=500,
+                   help="without that split: questions sampled from test, the reported 1,000 left out (default 500)")
     q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_fusion)
