@@ -144,15 +144,15 @@ def test_run_quality_on_known_case(db, client, toy: Path):
     # The bounded leg is exhaustive BM25 on a corpus this small, ranking for ranking.
     assert modes["lexical_exhaustive"]["ndcg@10"] == modes["lexical"]["ndcg@10"]
     assert result["lexical_identical_to_exhaustive"] == {"top_10": 2, "top_100": 2}
-    # Hybrid, w = 0.45, k = 5: q1 has d3 first in both legs (nDCG 1). For q2, d5 is in both
-    # legs (0.45/(5 + r) + 0.55/6 > 0.0917) and beats d2, dense rank 1 only
-    # (0.45/6 = 0.075): d2 lands at rank 2, nDCG = 1/log2(3).
+    # Hybrid, w = 0.5, k = 3: q1 has d3 first in both legs (nDCG 1). For q2, d5 is in both
+    # legs (0.5/(3 + r) + 0.5/4 > 0.125) and beats d2, dense rank 1 only
+    # (0.5/4 = 0.125): d2 lands at rank 2, nDCG = 1/log2(3).
     assert modes["hybrid"]["ndcg@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
     assert modes["hybrid"]["recall@100"] == pytest.approx(1.0)
 
     s = result["settings"]
     assert s["model"] == "toy-model" and s["dims"] == DIMS and s["top_k"] == 10 and s["depth"] == 100
-    assert s["collection_settings"]["dense_weight"] == pytest.approx(0.45)
+    assert s["collection_settings"]["dense_weight"] == pytest.approx(0.5)
     json.dumps(result)   # the CLI's --json output
 
     table = format_table(result)
@@ -344,3 +344,22 @@ def test_run_languages_collapses_translations_and_prefers_the_questions_language
     assert result["lexical_by_language"]["zh"][1] == 1.0        # Chinese found lexically, by bigrams
     assert "hybrid + language" in bench_languages.format_table(result)
     assert db.execute("select count(*) from sift.collections").fetchone() == (0,)
+
+
+def test_run_fusion_takes_the_mean_over_datasets(db, toy: Path, tmp_path: Path):
+    from pgsift import bench_fusion
+
+    # A second dataset without a train split: it tunes on a sample of its test questions.
+    other = write_beir(tmp_path / "other", np.random.default_rng(8))
+    (other / "qrels" / "train.tsv").unlink()
+    result = bench_fusion.run_fusion(db, [toy, other], split="train", tune_sample=5, answer_only=True)
+    first, second = result["datasets"]
+    assert first["split"] == "train" and first["queries"] == 1
+    assert second["split"].startswith("a tuning sample") and second["queries"] == 1
+    grid = result["grid"]
+    assert len(grid) == len(bench_fusion.WEIGHTS) * len(bench_fusion.RRF_KS) * len(bench_fusion.FETCH_KS)
+    assert all(g["mean"] == pytest.approx(sum(g["ndcg@10"]) / 2, abs=1e-4) for g in grid)
+    assert grid[0]["mean"] == max(g["mean"] for g in grid)
+    chosen = result["chosen"]
+    assert all(loss >= 0 for loss in chosen["loss_vs_own_best"])
+    assert "chosen: dense_weight" in bench_fusion.format_table(result)

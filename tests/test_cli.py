@@ -119,7 +119,7 @@ def test_knobs_command_prints_sift_knobs(dsn, db, kb, capsys):
     assert lines[0].split() == ["name", "type", "default", "allowed", "off", "scope", "stage", "meaning"]
     assert [line.split()[0] for line in lines[2:]] == names
     dense = next(line for line in lines if line.startswith("dense_weight "))
-    assert "0.45" in dense and "fusion" in dense
+    assert "0.5" in dense and "fusion" in dense
 
     # with a collection: the value in force and where it comes from, a call's --set included
     assert main(["knobs", "kb", "--set", "dense_weight=0.3", "--dsn", dsn, "--json"]) == 0

@@ -55,7 +55,7 @@ def test_create_collection_defaults(client):
     defaults = {k.name: k.default_value for k in client.knobs()}
     assert c.settings == {**defaults, "recency_half_life": "30 days"}
     assert c.knobs == {}
-    assert (c.settings["dense_weight"], c.settings["rrf_k"], c.settings["fetch_k"]) == (0.45, 5, 40)
+    assert (c.settings["dense_weight"], c.settings["rrf_k"], c.settings["fetch_k"]) == (0.5, 3, 40)
     assert (c.tenant, c.name, c.embedding_dims, c.search_language, c.distance, c.description,
             c.reranker) == ("default", "c", DIMS, "english", "cosine", None, None)
     assert client.get_collection("c") == c
@@ -72,7 +72,7 @@ def test_create_and_alter_collection_knobs(client):
     assert changed.knobs == {**c.knobs, "dense_weight": 0.25, "hybrid": True, "mmr_lambda": 0.7}
     off = client.alter_collection("c", mmr_lambda=None, reset=["rrf_k", "description"])
     assert off.knobs["mmr_lambda"] is None and "rrf_k" not in off.knobs
-    assert (off.settings["rrf_k"], off.settings["mmr_lambda"], off.description) == (5, None, None)
+    assert (off.settings["rrf_k"], off.settings["mmr_lambda"], off.description) == (3, None, None)
 
 
 def test_knobs_lists_every_knob_and_what_is_in_force(client):
@@ -85,7 +85,7 @@ def test_knobs_lists_every_knob_and_what_is_in_force(client):
     in_force = {k.name: (k.value, k.source) for k in client.knobs("c", rrf_k=30)}
     assert in_force["fetch_k"] == (60, "collection")
     assert in_force["rrf_k"] == (30, "call")
-    assert in_force["dense_weight"] == (0.45, "default")
+    assert in_force["dense_weight"] == (0.5, "default")
 
 
 def test_drop_collection_removes_everything(db, client):
@@ -204,7 +204,7 @@ def test_search_returns_complete_hits(client):
     assert top.text == top.content
     assert top.dense_distance == pytest.approx(0, abs=1e-6)
     assert top.lexical_score > 0
-    assert top.score == pytest.approx(0.45 / 6 + 0.55 / 6)
+    assert top.score == pytest.approx(0.5 / 4 + 0.5 / 4)
     assert isinstance(top.chunk_id, int) and isinstance(top.document_id, int)
     # every other hit came from the dense leg only (no other chunk says "zulu")
     assert {h.found_by for h in result[1:]} == {"dense"}

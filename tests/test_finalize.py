@@ -281,7 +281,7 @@ def test_finalize_without_scores_keeps_the_pool_order(client):
     pool = [v[0] for v in ids.values()][::-1]
     result = client.finalize("c", pool, top_k=3)
     assert ids_of(result) == pool[:3]
-    assert [h.base_score for h in result] == pytest.approx([1 / 6, 1 / 7, 1 / 8])  # 1/(rrf_k + i), k = 5
+    assert [h.base_score for h in result] == pytest.approx([1 / 4, 1 / 5, 1 / 6])  # 1/(rrf_k + i), k = 3
     assert [h.pool_rank for h in result] == [1, 2, 3]
     assert result[0].found_by is None and result[0].legs == []    # finalize knows no legs
 

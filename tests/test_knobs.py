@@ -38,7 +38,7 @@ def test_the_catalog_describes_every_knob(db):
                       "from sift.knobs()").fetchall()
     by_name = {r[0]: r for r in rows}
     assert len(by_name) == len(rows) >= 24
-    assert by_name["dense_weight"][1:4] == ("double precision", 0.45, "(value >= 0) AND (value <= 1)")
+    assert by_name["dense_weight"][1:4] == ("double precision", 0.5, "(value >= 0) AND (value <= 1)")
     assert by_name["fetch_k"][1:3] == ("integer", 40)
     assert by_name["recency_half_life"][1:3] == ("interval", "30 days")
     assert by_name["lexical_scorer"][3] == "value = ANY (ARRAY['bm25', 'ts_rank_cd'])"
@@ -125,7 +125,7 @@ def test_the_one_setter_sets_and_resets_knobs_and_properties(client, db):
     assert row == ("english", None, {"mmr_lambda": None})
     info = db.execute("select knobs, settings from sift.collection_info('c')").fetchone()
     assert info[0] == {"mmr_lambda": None}
-    assert info[1]["mmr_lambda"] is None and info[1]["dense_weight"] == 0.45
+    assert info[1]["mmr_lambda"] is None and info[1]["dense_weight"] == 0.5
     with pytest.raises(psycopg.Error) as err:
         db.execute("select sift.alter_collection('c', '{\"reranker\": \"missing\"}')")
     assert err.value.sqlstate == "SF008"

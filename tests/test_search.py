@@ -231,8 +231,8 @@ def test_per_call_knobs_change_the_result(client, corpus):
     assert len(small_fetch) == 8
     sharp = client.search(name, text, embedding=query, top_k=10, rrf_k=1)
     for hit in sharp:  # the override, not the collection's k = 60, is what fused them
-        expected = (0.45 / (1 + hit.dense_rank) if hit.dense_rank else 0) + \
-                   (0.55 / (1 + hit.lexical_rank) if hit.lexical_rank else 0)
+        expected = (0.5 / (1 + hit.dense_rank) if hit.dense_rank else 0) + \
+                   (0.5 / (1 + hit.lexical_rank) if hit.lexical_rank else 0)
         assert hit.score == pytest.approx(expected, rel=1e-12)
 
 

@@ -46,7 +46,8 @@ def cmd_bench_finalize(args: argparse.Namespace) -> int:
 def cmd_bench_fusion(args: argparse.Namespace) -> int:
     from .. import bench_fusion
     return _bench(args, bench_fusion, lambda conn: bench_fusion.run_fusion(
-        conn, [Path(d) for d in args.dataset], split=args.split, model=args.model, tune_sample=args.tune_sample))
+        conn, [Path(d) for d in args.dataset], split=args.split, model=args.model, tune_sample=args.tune_sample,
+        answer_only=args.answer_only))
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
@@ -164,6 +165,8 @@ def register(sub: Any) -> None:
     q.add_argument("--split", default="train", help="qrels split to tune on (default train)")
     q.add_argument("--tune-sample", type=int, default=500,
                    help="without that split: questions sampled from test, the reported 1,000 left out (default 500)")
+    q.add_argument("--answer-only", action="store_true",
+                   help="count only each question's highest-graded judgments (xquad-r-multi: not the translations)")
     q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_fusion)
