@@ -24,7 +24,7 @@ import pgsift
 import psycopg
 import pytest
 from conftest import unit
-from pgsift import Chunk, Document
+from pgsift import Chunk, Client, Document, Section
 from pgsift.ingest import documents_from_folder
 from pgsift.languages import detect
 from psycopg.types.json import Jsonb
@@ -282,3 +282,16 @@ def test_one_collection_per_language_searched_together(client):
     pages = [h.source_uri.split("/")[2] for h in aware]
     assert len(pages) == len(set(pages)) == 4                               # one translation each
     assert all(h.language == "de" and h.collection_name == "site-de" for h in aware)
+
+
+def test_a_writer_under_row_level_security_writes_languages_and_sections(db, connect_as):
+    db.execute("select sift.map_role('t_writer', 'default')")
+    Client(db).create_collection("rls", embedding_dims=DIMS)
+    writer = Client(connect_as("t_writer"))
+    writer.upsert_documents("rls", [Document(
+        source_uri="/de/x", language="de", sections=[Section("Kopf", 1)],
+        chunks=[Chunk(content="Die Häuser", embedding=unit(np.ones(DIMS)), section=0)])])
+    assert db.execute("select config::text from sift.collection_configs").fetchall() == [("german",)]
+    hit = writer.search("rls", "Haus", top_k=1, query_language="de")[0]
+    assert hit.language == "de" and hit.section_id is not None
+    assert [s.heading for s in writer.resolve_sections(hit)] == ["Kopf"]
