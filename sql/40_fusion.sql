@@ -42,7 +42,7 @@ comment on function sift.rrf(bigint[], bigint[], double precision, double precis
 create or replace function sift._legs(
     col sift.collections, knobs sift.knob_set, query_text text, has_embedding boolean,
     out legs text[], out lexical_query tsquery, out lexical_terms text[], out lift tsquery,
-    out sink tsquery)
+    out sink tsquery, out configs text[])
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -50,26 +50,30 @@ as $$
     -- when hybrid is on (or there is no embedding) and the text has terms. The
     -- query is parsed in the question's language when it is known, else with
     -- every configuration the collection's documents use.
-    with q as (
-        select p.match, p.terms, p.lift, p.sink
-        from sift._parse_query(
+    with cfg as (
+        select case when knobs.query_language is not null
+                    then array[sift.language_config(knobs.query_language)]
+                    else array[col.search_language]
+                         || array(select c.config from sift.collection_configs c
+                                  where c.collection_id = col.collection_id
+                                    and c.config <> col.search_language
+                                  order by c.config::text) end as configs
+    ), q as (
+        select p.match, p.terms, p.lift, p.sink, cfg.configs
+        from cfg
+        cross join lateral sift._parse_query(
             case when knobs.hybrid or not has_embedding then query_text end,
-            case when knobs.query_language is not null
-                 then array[sift.language_config(knobs.query_language)]
-                 else array[col.search_language]
-                      || array(select c.config from sift.collection_configs c
-                               where c.collection_id = col.collection_id
-                                 and c.config <> col.search_language
-                               order by c.config::text) end,
-            knobs.max_query_terms, knobs.quoted_text = 'require') p)
+            cfg.configs, knobs.max_query_terms, knobs.quoted_text = 'require') p)
     select array_remove(array[case when has_embedding then 'dense' end,
                               case when q.match is not null then 'lexical' end], null),
-           q.match, q.terms, q.lift, q.sink
+           q.match, q.terms, q.lift, q.sink,
+           case when q.match is not null then q.configs::text[] end
     from q
 $$;
 comment on function sift._legs(sift.collections, sift.knob_set, text, boolean) is
-    'Internal: the legs a search runs and its lexical query, terms, and the quoted text that '
-    'lifts or lowers chunks (shared by candidates and explain, so they always agree).';
+    'Internal: the legs a search runs and its lexical query, terms, the quoted text that lifts '
+    'or lowers chunks and the configurations the query was parsed with (shared by candidates '
+    'and explain, so they always agree).';
 
 
 create or replace function sift._check_query(
@@ -118,7 +122,8 @@ returns table (
     score          double precision,
     found_by       text,
     legs           text[],
-    lexical_query  text)
+    lexical_query  text,
+    lexical_configs text[])
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -130,13 +135,15 @@ declare
     terms text[];
     lift  tsquery;
     sink  tsquery;
+    configs text[];
     ran   text[] := '{}';
     dense_ids   bigint[];
     dense_raw   double precision[];
     lexical_ids bigint[];
     lexical_raw double precision[];
 begin
-    select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink into ran, tsq, terms, lift, sink
+    select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
+    into ran, tsq, terms, lift, sink, configs
     from sift._legs(col, knobs, query_text, query_embedding is not null) x;
     -- A leg that did not run leaves the other one's order untouched.
     if not ('lexical' = any (ran)) then w := 1; end if;
@@ -159,7 +166,7 @@ begin
            f.lexical_rank, lexical_raw[f.lexical_rank], f.score,
            case when f.dense_rank is not null and f.lexical_rank is not null then 'both'
                 when f.dense_rank is not null then 'dense' else 'lexical' end,
-           ran, tsq::text
+           ran, tsq::text, configs
     from sift.rrf(dense_ids, lexical_ids, w, knobs.rrf_k) f
     join sift.chunks c on c.chunk_id = f.chunk_id
     order by f.fused_rank, f.chunk_id;
@@ -186,7 +193,7 @@ as $$
     select p.chunk_id, p.document_id, (cols[i]).name::text,
            (pg_catalog.row_number() over (order by p.score desc, p.chunk_id))::integer,
            p.score, p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank,
-           p.lexical_score, p.legs, p.lexical_query
+           p.lexical_score, p.legs, p.lexical_query, p.lexical_configs
     from pg_catalog.generate_subscripts(cols, 1) as i
     cross join lateral sift._pool(cols[i], knobs[i], query_text, query_embedding, match_count, filter) p
     order by 4, p.chunk_id

@@ -88,7 +88,8 @@ begin
     ), rows as (
         select p.fused_rank, p.chunk_id, p.document_id, p.collection_name, p.found_by, p.dense_rank,
                p.dense_distance, p.lexical_rank, p.lexical_score, f.base_score, f.score, f.kept,
-               f.cut_by, f.reason, p.legs, p.lexical_query, f.recency_date, f.recency_factor, f.boost,
+               f.cut_by, f.reason, p.legs, p.lexical_query, p.lexical_configs, f.recency_date,
+               f.recency_factor, f.boost,
                f.cap_status, f.mmr_similarity, f.mmr_penalty, f.final_rank, f.position,
                f.threshold_applied, f.below_threshold, f.threshold_skipped, f.merged,
                f.matched_chunk_ids, f.merged_into, f.language, f.language_factor
@@ -113,7 +114,7 @@ begin
                            when c.search_vector @@ plan.lexical_query
                            then '; matches the lexical query'
                            else '; does not match the lexical query' end,
-               plan.legs, plan.lexical_query::text, null::timestamptz, null::double precision,
+               plan.legs, plan.lexical_query::text, plan.configs, null::timestamptz, null::double precision,
                null::double precision, null::text, null::double precision, null::double precision,
                null::integer, null::integer,
                coalesce(summary.threshold_applied, false), coalesce(summary.below_threshold, 0),
@@ -132,7 +133,8 @@ begin
            r.score, r.kept, r.cut_by, r.reason, r.legs, r.lexical_query, r.recency_date,
            r.recency_factor, r.boost, r.cap_status, r.mmr_similarity, r.mmr_penalty, r.final_rank,
            r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped,
-           k.section_id, r.merged, r.matched_chunk_ids, r.merged_into, r.language, r.language_factor
+           k.section_id, r.merged, r.matched_chunk_ids, r.merged_into, r.language, r.language_factor,
+           r.lexical_configs
     from rows r
     cross join lateral (select k.ordinal, k.section_id from sift.chunks k where k.chunk_id = r.chunk_id) k
     cross join lateral (select d.source_uri, d.title from sift.documents d

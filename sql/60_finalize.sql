@@ -652,7 +652,7 @@ as $$
            coalesce(p.legs, '{}'), p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
            f.threshold_skipped, reranker, rerank_refused,
            f.section_id, f.merged, b.ids, f.matched_chunk_ids, b.tokens, win.ids, win.txt, win.window_of,
-           f.language, f.language_factor
+           f.language, f.language_factor, p.lexical_configs
     from f
     join b on b.chunk_id = f.chunk_id
     left join win on win.chunk_id = f.chunk_id

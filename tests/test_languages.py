@@ -142,6 +142,11 @@ def test_a_documents_language_picks_its_configuration(client, db):
     assert [h.source_uri for h in client.search("l", "Häuser", top_k=10, query_language="de")] == ["de"]
     assert [h.source_uri for h in client.search("l", "Häuser", top_k=10, query_language="en")] == []
     assert {h.source_uri for h in client.search("l", "houses", top_k=10)} == {"en", "xx"}
+    # Each row says what the query was parsed with: every configuration present, or the question's.
+    assert client.search("l", "Häuser", top_k=1).hits[0].lexical_configs == ["english", "german", "simple"]
+    assert client.search("l", "Häuser", top_k=1, query_language="de").hits[0].lexical_configs == ["german"]
+    unknown = client.explain("l", "houses", top_k=1, query_language="qq")
+    assert unknown and all(r.lexical_configs == ["simple"] for r in unknown)   # an unknown code: simple, said
     # Every hit says its language (the primary subtag).
     assert {h.source_uri: h.language for h in client.search("l", "houses", top_k=10)} == {"en": "en", "xx": "xx"}
 

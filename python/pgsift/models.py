@@ -135,6 +135,7 @@ class Hit:
     window_of: int | None = None
     language: str | None = None
     language_factor: float = 1.0
+    lexical_configs: list[str] | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
 
@@ -163,6 +164,7 @@ class Candidate:
     lexical_score: float | None
     legs: list[str]
     lexical_query: str | None
+    lexical_configs: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ class Explanation:
     merged_into: int | None = None
     language: str | None = None
     language_factor: float | None = None
+    lexical_configs: list[str] | None = None
 
 
 @dataclass(frozen=True)
