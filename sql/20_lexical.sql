@@ -1,6 +1,7 @@
--- Lexical leg: query parsing (OR over terms, quoted phrases required,
--- -exclusions) and Okapi BM25 over the stored tsvector, with ts_rank_cd kept
--- as a knob (lexical_scorer).
+-- Lexical leg: query parsing (OR over terms in each configuration present;
+-- quoted phrases lift and -words lower, or with quoted_text require are
+-- required and excluded; CJK and Thai as bigrams) and Okapi BM25 over the
+-- stored tsvector, with ts_rank_cd kept as a knob (lexical_scorer).
 
 create or replace function sift._tsquery_or(lexemes text[])
 returns tsquery
