@@ -366,6 +366,12 @@ begin
         end if;
     end if;
     perform sift._check_vector(col, new.embedding, format('the embedding of chunk %s', new.ordinal));
+    -- A chunk's section is one of its own document's (which the caller can see).
+    if new.section_id is not null and not exists (
+        select 1 from sift.sections s where s.section_id = new.section_id and s.document_id = new.document_id) then
+        raise exception 'section % is not a section of chunk %''s document %', new.section_id, new.ordinal,
+            new.document_id using errcode = 'SF003';
+    end if;
 
     -- The document's language picks the configuration; without one, the collection's.
     new.search_vector := sift._search_vector(coalesce(sift.language_config(doc_language), col.search_language),
@@ -410,12 +416,11 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     -- A document in a language the collection has not seen: its configuration
-    -- joins the ones the lexical leg parses queries with.
+    -- joins the ones the lexical leg parses queries with. Recorded even when it
+    -- is the collection's search_language today, which may change.
     insert into sift.collection_configs (collection_id, config)
     select new.collection_id, sift.language_config(new.language)
     where new.language is not null
-      and sift.language_config(new.language) is distinct from
-          (select c.search_language from sift.collections c where c.collection_id = new.collection_id)
     on conflict do nothing;
     return null;
 end;
@@ -427,3 +432,29 @@ comment on function sift._documents_after_write() is
 create or replace trigger documents_after_write
     after insert or update of language on sift.documents
     for each row execute function sift._documents_after_write();
+
+
+create or replace function sift._sections_before_write()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The collection is the document's, as the caller sees it: a document of
+    -- another tenant (invisible under row-level security) has none.
+    select d.collection_id into new.collection_id
+    from sift.documents d
+    where d.document_id = new.document_id;
+    if new.collection_id is null then
+        raise exception 'unknown document %', new.document_id using errcode = 'SF006';
+    end if;
+    return new;
+end;
+$$;
+comment on function sift._sections_before_write() is
+    'Trigger: a section''s collection_id is its document''s (one the caller can see), never the '
+    'writer''s word: SF006 for a document that is not the tenant''s.';
+
+create or replace trigger sections_before_write
+    before insert or update on sift.sections
+    for each row execute function sift._sections_before_write();

@@ -287,17 +287,13 @@ begin
     -- policy decides whether the caller may see it.
     perform sift._same_lengths('write_sections', array[cardinality(document_ids), cardinality(ordinals),
                                cardinality(parent_ordinals), cardinality(levels), cardinality(headings)]);
-    insert into sift.sections (document_id, collection_id, ordinal, parent_ordinal, level, heading)
-    select u.d, d.collection_id, u.o, u.p, u.l, u.h
+    -- collection_id: set by the trigger from the document (SF006 for one that is not the tenant's).
+    insert into sift.sections (document_id, ordinal, parent_ordinal, level, heading)
+    select u.d, u.o, u.p, u.l, u.h
     from unnest(document_ids, ordinals, parent_ordinals, levels, headings) as u(d, o, p, l, h)
-    left join sift.documents d on d.document_id = u.d
     order by u.d, u.o;   -- ids in document order
     get diagnostics written = row_count;
     return written;
-exception
-    when not_null_violation then
-        raise exception 'write_sections: a section names a document that does not exist (or is not the tenant''s)'
-            using errcode = 'SF006';
 end;
 $$;
 comment on function sift.write_sections(bigint[], integer[], integer[], integer[], text[]) is

@@ -32,12 +32,13 @@ language plpgsql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    -- CJK and Thai runs as bigrams, as the chunks were indexed.
-    clipped  text := sift._segment(left(coalesce(query_text, ''), 100000));
+    clipped  text := left(coalesce(query_text, ''), 100000);
     cfg      regconfig;
     tok      record;
+    body     text;
     words    text := '';
     phrase   tsquery;
+    kept_by  integer;
     positive tsquery;
     required tsquery;
     excluded integer := 0;
@@ -50,19 +51,26 @@ begin
         select m[1] = '-' as negated, coalesce(m[2], m[3]) as body, m[2] is not null as quoted
         from pg_catalog.regexp_matches(clipped, '(-?)(?:"([^"]*)"|([^\s"]+))', 'g') as m
     loop
+        -- CJK and Thai runs as bigrams, as the chunks were indexed (per token,
+        -- so a -word or a "phrase" in those scripts keeps its sign).
+        body := sift._segment(tok.body);
         if not (tok.quoted or tok.negated) then
-            words := words || ' ' || tok.body;
+            words := words || ' ' || body;
             continue;
         end if;
         -- The phrase in every configuration that keeps a word of it (checked
         -- first: phraseto_tsquery of stopwords alone raises a NOTICE).
         phrase := null;
+        kept_by := 0;
         foreach cfg in array configs loop
-            continue when pg_catalog.length(pg_catalog.to_tsvector(cfg, tok.body)) = 0;
-            phrase := case when phrase is null then pg_catalog.phraseto_tsquery(cfg, tok.body)
-                           else phrase || pg_catalog.phraseto_tsquery(cfg, tok.body) end;
+            continue when pg_catalog.length(pg_catalog.to_tsvector(cfg, body)) = 0;
+            kept_by := kept_by + 1;
+            phrase := case when phrase is null then pg_catalog.phraseto_tsquery(cfg, body)
+                           else phrase || pg_catalog.phraseto_tsquery(cfg, body) end;
         end loop;
-        continue when phrase is null;
+        -- Strict: a phrase that is stopwords in one configuration is required
+        -- nowhere (it would exclude every chunk analysed with that one).
+        continue when phrase is null or (strict and kept_by < cardinality(configs));
         if tok.negated then
             continue when excluded >= max_terms;
             excluded := excluded + 1;
@@ -84,7 +92,7 @@ begin
             end if;
             foreach cfg in array configs loop
                 terms := terms || array(
-                    select t.lexeme from pg_catalog.unnest(pg_catalog.to_tsvector(cfg, tok.body)) t);
+                    select t.lexeme from pg_catalog.unnest(pg_catalog.to_tsvector(cfg, body)) t);
             end loop;
         end if;
     end loop;
@@ -97,8 +105,9 @@ begin
         cross join lateral pg_catalog.unnest(pg_catalog.to_tsvector(c.cfg, words)) as t
         order by t.positions[1], c.n, t.lexeme
         limit max_terms * cardinality(configs));
+    -- At most max_terms words and phrases, each up to one lexeme per configuration.
     terms := array(select u.t from pg_catalog.unnest(terms) with ordinality u(t, o)
-                   group by u.t order by min(u.o) limit 2 * max_terms);
+                   group by u.t order by min(u.o) limit 2 * max_terms * cardinality(configs));
     if cardinality(terms) = 0 then
         terms := null;   -- nothing to search for: empty, stopwords, only exclusions
         lift := null;

@@ -354,13 +354,15 @@ begin
                thr is null or f.base >= thr as thr_ok
         from f
     ), a as (
-        -- One translation of a page: the question's language when it was
-        -- retrieved, else the best-scored document of the page.
+        -- One translation of a page: among those relevant enough for the
+        -- threshold, the question's language when it was retrieved, else the
+        -- best-scored document of the page.
         select a0.*,
                a0.page is not null
                and a0.doc <> first_value(a0.doc) over (
                        partition by a0.page
-                       order by coalesce(a0.lang = qlang, false) desc, a0.adjusted desc, a0.id) as dup
+                       order by a0.thr_ok desc, coalesce(a0.lang = qlang, false) desc, a0.adjusted desc,
+                                a0.id) as dup
         from a0
     )
     select array_agg(a.id order by a.adjusted desc, a.id),

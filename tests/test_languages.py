@@ -136,7 +136,7 @@ def test_a_documents_language_picks_its_configuration(client, db):
     assert "the" in vectors["xx"]                         # an unknown language: simple
     assert vectors["none"] == {"dog", "run"}             # no language: the collection's english
     configs = {r[0] for r in db.execute("select config::text from sift.collection_configs").fetchall()}
-    assert configs == {"german", "simple"}
+    assert configs == {"english", "german", "simple"}   # english too: search_language may change
     # The query is parsed with every configuration present, or in the question's language.
     assert [h.source_uri for h in client.search("l", "Häuser", top_k=10)] == ["de"]
     assert [h.source_uri for h in client.search("l", "Häuser", top_k=10, query_language="de")] == ["de"]
@@ -147,6 +147,11 @@ def test_a_documents_language_picks_its_configuration(client, db):
     assert client.search("l", "Häuser", top_k=1, query_language="de").hits[0].lexical_configs == ["german"]
     unknown = client.explain("l", "houses", top_k=1, query_language="qq")
     assert unknown and all(r.lexical_configs == ["simple"] for r in unknown)   # an unknown code: simple, said
+    # Changing the collection's language keeps documents in the old one findable by their words.
+    client.alter_collection("l", search_language="german")
+    assert {h.source_uri for h in client.search("l", "houses", top_k=10)} == {"en", "xx"}
+    assert client.search("l", "houses", top_k=1)[0].lexical_configs == ["german", "english", "simple"]
+    client.alter_collection("l", search_language="english")
     # Every hit says its language (the primary subtag).
     assert {h.source_uri: h.language for h in client.search("l", "houses", top_k=10)} == {"en": "en", "xx": "xx"}
 
@@ -156,18 +161,19 @@ def test_a_documents_language_picks_its_configuration(client, db):
 LANGS = ["en", "de", "fr", "zh"]
 
 
-def translations_reference(pool, meta, qlang, weight, one, cap, k):
+def translations_reference(pool, meta, qlang, weight, one, cap, k, threshold=None):
     """pool: [(chunk_id, score)]; meta: chunk_id -> (document_id, language, page or None)."""
     rows = []
     for cid, score in pool:
         doc, lang, page = meta[cid]
         factor = 1.0 if qlang is None or lang is None or lang == qlang else weight
-        rows.append((cid, doc, lang, page, score * factor, factor))
+        ok = threshold is None or score >= threshold
+        rows.append((cid, doc, lang, page, score * factor, factor, ok))
     keep = {}
-    for _cid, doc, _lang, page, _adjusted, _ in sorted(rows, key=lambda r: (r[2] != qlang, -r[4], r[0])):
+    for _cid, doc, _lang, page, *_ in sorted(rows, key=lambda r: (not r[6], r[2] != qlang, -r[4], r[0])):
         if page is not None and one:
             keep.setdefault(page, doc)
-    eligible = [r for r in rows if r[3] is None or not one or keep[r[3]] == r[1]]
+    eligible = [r for r in rows if r[6] and (r[3] is None or not one or keep[r[3]] == r[1])]
     order = sorted(eligible, key=lambda r: (-r[4], r[0]))
     seen: Counter = Counter()
     first, late = [], []
@@ -212,10 +218,12 @@ def test_finalize_keeps_one_translation_per_page_like_the_reference(client, db, 
         one = rng.random() < 0.8
         cap = rng.choice([0, 1, 5])
         k = rng.randint(1, 15)
+        threshold = rng.choice([None, None, 0.3, 0.6])
         knobs = {"query_language": qlang, "other_language_weight": weight, "one_translation": one,
-                 "per_document_cap": cap or None}
+                 "per_document_cap": cap or None, "score_threshold": threshold}
         hits = client.finalize("p", pool, scores, top_k=k, **knobs)
-        want = translations_reference(list(zip(pool, scores, strict=True)), meta, qlang, weight, one, cap, k)
+        want = translations_reference(list(zip(pool, scores, strict=True)), meta, qlang, weight, one, cap, k,
+                                      threshold)
         label = (case, knobs)
         assert [h.chunk_id for h in hits] == [r[0] for r in want], label
         assert [h.language_factor for h in hits] == [r[5] for r in want], label
@@ -300,3 +308,28 @@ def test_a_writer_under_row_level_security_writes_languages_and_sections(db, con
     hit = writer.search("rls", "Haus", top_k=1, query_language="de")[0]
     assert hit.language == "de" and hit.section_id is not None
     assert [s.heading for s in writer.resolve_sections(hit)] == ["Kopf"]
+
+
+def test_a_translation_below_the_threshold_gives_way_to_one_above_it(client, db):
+    client.create_collection("t2", embedding_dims=DIMS)
+    vec = unit(np.ones(DIMS))
+    client.upsert_documents("t2", [Document(source_uri=f"/{lang}/p", language=lang,
+                                            chunks=[Chunk(content=lang, embedding=vec)]) for lang in ("en", "de")])
+    ids = dict(db.execute("select d.language, c.chunk_id from sift.chunks c join sift.documents d "
+                          "using (document_id)").fetchall())
+    hits = client.finalize("t2", [ids["en"], ids["de"]], [0.9, 0.1], query_language="de", score_threshold=0.5)
+    assert [h.language for h in hits] == ["en"]   # the page is not lost with its preferred translation
+
+
+def test_cjk_exclusions_and_phrases_keep_their_sign(db):
+    def parse(text: str, strict: bool) -> tuple:
+        return db.execute("select match::text, lift::text, sink::text from sift._parse_query(%s, "
+                          "array['simple']::regconfig[], 64, %s)", [text, strict]).fetchone()
+
+    assert parse("東京 -北京大学", True) == ("'東京' & !( '北京' <-> '京大' <-> '大学' )", None, None)
+    assert parse("東京 -北京大学", False) == ("'東京'", None, "'北京' <-> '京大' <-> '大学'")
+    assert parse('"北京大学" 東京', False)[1] == "'北京' <-> '京大' <-> '大学'"
+    # A phrase that is stopwords in one configuration is required nowhere in strict mode.
+    match = db.execute("select (sift._parse_query('\"to be\" house', array['english', 'simple']::regconfig[], "
+                       "64, true)).match::text").fetchone()[0]
+    assert "&" not in match

@@ -227,6 +227,13 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("insert section", one("insert into sift.sections (document_id, collection_id, ordinal, level) values "
                                "(%s, %s, 99, 1) returning section_id", [doc_id, col_id])),
         ("delete sections", one("delete from sift.sections where document_id = %s returning 1", [doc_id])),
+        ("section for a foreign document", one(
+            "insert into sift.sections (document_id, collection_id, ordinal, level) values "
+            "(%s, (select min(collection_id) from sift.collections), 98, 1) returning section_id", [doc_id])),
+        ("chunk in a foreign section", one(
+            "insert into sift.chunks (document_id, ordinal, content, embedding, section_id) values "
+            "((select min(document_id) from sift.documents), 97, 'planted', %s::text::public.vector, %s) "
+            "returning chunk_id", [vec, rng.choice(foe["sections"])])),
         ("insert chunk", one("insert into sift.chunks (document_id, ordinal, content, embedding) values "
                              "(%s, 99, 'planted', %s::text::public.vector) returning chunk_id", [doc_id, vec])),
         ("update chunks", one("update sift.chunks set context = 'x' where chunk_id = any(%s) returning 1",
