@@ -252,6 +252,56 @@ comment on function sift.delete_document(text, text) is
     'Statistics stay exact; run sift.refresh_lexical_stats after many deletions. Writes.';
 
 
+create or replace function sift.delete_documents(
+    collection    text,
+    filter        jsonb default null,
+    source_prefix text default null,
+    delete_all    boolean default false,
+    keep          text[] default null)
+returns bigint
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    col sift.collections := sift._collection(collection);
+    n   bigint;
+begin
+    -- A delete that names nothing would empty the collection: only on purpose.
+    if filter is not null and pg_catalog.jsonb_typeof(filter) <> 'object' then
+        raise exception 'filter must be a JSON object, got %', pg_catalog.jsonb_typeof(filter)
+            using errcode = 'SF003';
+    end if;
+    if source_prefix is not null and (pg_catalog.btrim(source_prefix) = '' or length(source_prefix) > 2048) then
+        raise exception 'source_prefix must be a non-blank prefix of at most 2,048 characters'
+            using errcode = 'SF003';
+    end if;
+    if coalesce(filter, '{}'::jsonb) = '{}'::jsonb and source_prefix is null and not coalesce(delete_all, false) then
+        raise exception 'delete_documents needs a filter or a source_prefix; it would delete every document '
+                        'of collection "%"', col.name
+            using errcode = 'SF003', hint = 'pass delete_all => true to empty the collection';
+    end if;
+    if cardinality(keep) > 1000000 then
+        raise exception 'keep has % source_uris; at most 1,000,000', cardinality(keep) using errcode = 'SF003';
+    end if;
+    -- One statement: the chunks and sections go with their documents (cascade),
+    -- and the chunks' delete trigger keeps the BM25 statistics exact.
+    delete from sift.documents d
+    where d.collection_id = col.collection_id
+      and (filter is null or d.metadata @> filter)
+      and (source_prefix is null or pg_catalog.starts_with(d.source_uri, source_prefix))
+      and (keep is null or not (d.source_uri = any (keep)));
+    get diagnostics n = row_count;
+    return n;
+end;
+$$;
+comment on function sift.delete_documents(text, jsonb, text, boolean, text[]) is
+    'Deletes the documents (with their chunks and sections) whose metadata contains filter '
+    '(jsonb containment) and whose source_uri starts with source_prefix, in one statement, but '
+    'those whose source_uri is in keep (a re-crawl: delete what is no longer there); returns '
+    'how many. Neither filter nor source_prefix: SF003 unless delete_all => true. Statistics '
+    'stay exact; run sift.refresh_lexical_stats after many deletions. Writes.';
+
+
 create or replace function sift._same_lengths(what text, lengths integer[])
 returns void
 language plpgsql immutable security invoker

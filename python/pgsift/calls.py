@@ -98,6 +98,16 @@ def search_params(collection: Any, query: Any, embedding: Any, top_k: Any, filte
             "match_count": check_top_k(top_k), "filter": filter_json(filter), "knobs": knobs_json(knobs)}
 
 
+def delete_params(collection: str, filter: Any, source_prefix: str | None, delete_all: bool,
+                  keep: Sequence[str] | None = None) -> dict[str, Any]:
+    """The parameters of sift.delete_documents, checked before anything is sent."""
+    return {"collection": check_text(collection, "collection"),
+            "filter": None if filter is None else filter_json(filter),
+            "source_prefix": None if source_prefix is None else check_text(source_prefix, "source_prefix",
+                                                                            blank=False),
+            "delete_all": bool(delete_all), "keep": None if keep is None else list(keep)}
+
+
 def finalize_params(collection: Any, chunk_ids: Any, scores: Any, top_k: Any, knobs: Mapping[str, Any],
                     scored_by: str | None) -> dict[str, Any]:
     try:

@@ -214,22 +214,59 @@ class AsyncClient:
         async with self._connection() as conn, conn.transaction():
             if self.tenant is not None:
                 await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
-            cur = conn.cursor()
-            await cur.executemany(q.UPSERT_DOCUMENT, [params for _, params, _ in batch], returning=True)
-            doc_ids: list[int] = []
-            while True:
-                row = await cur.fetchone()
-                doc_ids.append(int(row[0]))  # type: ignore[index]
-                if not cur.nextset():
-                    break
-            await conn.execute(q.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
-            await conn.execute(q.DELETE_SECTIONS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
-            sections = calls.section_arrays(doc_ids, batch)
-            if sections is not None:
-                await conn.execute(q.WRITE_SECTIONS, sections, prepare=False)
-            for arrays in calls.chunk_arrays(doc_ids, batch):
-                await conn.execute(q.WRITE_CHUNKS, arrays, prepare=False)
+            return await self._write_in(conn, batch)
+
+    async def _write_in(self, conn: psycopg.AsyncConnection[Any], batch: calls.Batch) -> list[int]:
+        """A batch of documents written in the caller's transaction (rows, sections, chunks)."""
+        cur = conn.cursor()
+        await cur.executemany(q.UPSERT_DOCUMENT, [params for _, params, _ in batch], returning=True)
+        doc_ids: list[int] = []
+        while True:
+            row = await cur.fetchone()
+            doc_ids.append(int(row[0]))  # type: ignore[index]
+            if not cur.nextset():
+                break
+        await conn.execute(q.DELETE_CHUNKS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
+        await conn.execute(q.DELETE_SECTIONS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
+        sections = calls.section_arrays(doc_ids, batch)
+        if sections is not None:
+            await conn.execute(q.WRITE_SECTIONS, sections, prepare=False)
+        for arrays in calls.chunk_arrays(doc_ids, batch):
+            await conn.execute(q.WRITE_CHUNKS, arrays, prepare=False)
         return doc_ids
+
+    async def replace_documents(self, collection: str, documents: Iterable[Document], *,
+                                source_prefix: str | None = None, filter: dict[str, Any] | None = None,
+                                delete_all: bool = False) -> tuple[int, int]:
+        """A re-crawl in one transaction: write `documents` and delete the documents of the scope
+        (source_uri starting with `source_prefix`, metadata containing `filter`; `delete_all`: the
+        whole collection) that are not among them. Readers see the old set or the new one, never
+        a mix; a failure leaves the old set. Returns (written, deleted)."""
+        docs = list(documents)
+        uris = [d.source_uri for d in docs]
+        if len(set(uris)) != len(uris):
+            raise InvalidArgument("replace_documents was given one source_uri twice")
+        params = calls.delete_params(collection, filter, source_prefix, delete_all, keep=uris)
+        col = await self.get_collection(collection)
+        written: list[int] = []
+        async with self.transaction() as conn:
+            for batch in calls.batches(col, docs, BATCH_DOCUMENTS):
+                written += await self._write_in(conn, batch)
+            row = await (await conn.execute(q.DELETE_DOCUMENTS, params, prepare=False)).fetchone()
+        deleted = int(row[0]) if row else 0
+        await self.refresh_lexical_stats(collection)
+        return len(written), deleted
+
+    async def delete_documents(self, collection: str, *, filter: dict[str, Any] | None = None,
+                               source_prefix: str | None = None, delete_all: bool = False) -> int:
+        """Delete the documents whose metadata contains `filter` and whose source_uri starts with
+        `source_prefix`, in one statement; neither is refused (InvalidArgument) unless
+        `delete_all`. Returns how many were deleted."""
+        params = calls.delete_params(collection, filter, source_prefix, delete_all)
+        deleted = int((await self._rows([(q.DELETE_DOCUMENTS, params)]))[0][0])
+        if deleted:
+            await self.refresh_lexical_stats(collection)
+        return deleted
 
     async def delete_document(self, collection: str, source_uri: str) -> bool:
         """Delete a document and its chunks; False if there was none."""

@@ -164,6 +164,12 @@ DELETE_DOCUMENT = """
 select sift.delete_document(collection => %(collection)s::text, source_uri => %(source_uri)s::text)
 """
 
+DELETE_DOCUMENTS = """
+select sift.delete_documents(collection => %(collection)s::text, filter => %(filter)s::jsonb,
+                             source_prefix => %(source_prefix)s::text, delete_all => %(delete_all)s::boolean,
+                             keep => %(keep)s::text[])
+"""
+
 REFRESH_LEXICAL_STATS = """
 select pending_folded, lists_built from sift.refresh_lexical_stats(collection => %(collection)s::text)
 """
