@@ -28,7 +28,7 @@ begin
     select * from sift._hits(cols, ks, pool,
                              array(select c.chunk_id from unnest(pool) c order by c.fused_rank),
                              array(select c.score from unnest(pool) c order by c.fused_rank),
-                             match_count, null, choice.alias, choice.refused);
+                             match_count, null, choice.alias, choice.refused, search.query_text);
 end;
 $$;
 comment on function sift.search(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[]) is

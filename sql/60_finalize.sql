@@ -570,10 +570,48 @@ comment on function sift._join_text(text[]) is
     'side has whitespace).';
 
 
+create or replace function sift._snippet(
+    config regconfig, txt text, query tsquery, mode text, words integer)
+returns text
+language sql stable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The best passage of a hit's text for the query, its matched words
+    -- marked (ts_headline with the chunk's own configuration); a text the
+    -- query does not match (a dense-only hit, no lexical query) gives its
+    -- first words. html: the text escaped, the marks <mark> elements.
+    with h as (
+        select pg_catalog.ts_headline(
+                   config, pg_catalog.translate(txt, '⟦⟧', '[]'), query,
+                   pg_catalog.format('StartSel=⟦, StopSel=⟧, MaxWords=%s, MinWords=%s, ShortWord=2',
+                                     words, greatest(words / 2, 3))) as marked
+        where query is not null
+    ), s as (
+        select coalesce((select h.marked from h where pg_catalog.strpos(h.marked, '⟦') > 0),
+                        (pg_catalog.regexp_match(
+                             pg_catalog.translate(txt, '⟦⟧', '[]'),
+                             '^\s*((?:\S+\s+){0,' || (words - 1) || '}\S*)'))[1]) as t
+    )
+    select case mode
+        when 'html' then pg_catalog.replace(pg_catalog.replace(
+                 pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(
+                     pg_catalog.replace(s.t, '&', '&amp;'), '<', '&lt;'), '>', '&gt;'), '"', '&quot;'),
+                     '''', '&#39;'),
+                 '⟦', '<mark>'), '⟧', '</mark>')
+        when 'text' then pg_catalog.replace(pg_catalog.replace(s.t, '⟦', '**'), '⟧', '**')
+    end
+    from s
+$$;
+comment on function sift._snippet(regconfig, text, tsquery, text, integer) is
+    'Internal: a hit''s snippet: ts_headline of its text for the query in its configuration, or its '
+    'first words when the query does not match it; text marks matches with **, html escapes the '
+    'text and marks them with <mark>.';
+
+
 create or replace function sift._hits(
     cols sift.collections[], knobs sift.knob_set[], pool sift.candidate[], ids bigint[],
     scores double precision[], match_count integer, scored_by text, reranker text,
-    rerank_refused text)
+    rerank_refused text, query_text text default null)
 returns setof sift.hit
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -584,12 +622,21 @@ as $$
     -- by (document, ordinal) around it, and windows that overlap become one,
     -- held by the best-ranked hit among them (window_of points the others at it).
     with f as materialized (
-        select f.*, k.ordinal, k.content, k.context, k.token_count, k.section_id,
-               (select (knobs[i]).neighbours from pg_catalog.generate_subscripts(cols, 1) as i
-                where (cols[i]).name = f.collection_name) as n
+        select f.*, k.ordinal, k.content, k.context, k.token_count, k.section_id, c.n, c.snip, c.snip_words,
+               c.search_language, c.q
         from sift._finalize(cols, knobs, ids, scores, match_count, scored_by, false) f
         cross join lateral (select k.ordinal, k.content, k.context, k.token_count, k.section_id
                             from sift.chunks k where k.chunk_id = f.chunk_id) k
+        cross join lateral (select (knobs[i]).neighbours as n, (knobs[i]).snippets::text as snip,
+                                   (knobs[i]).snippet_words::integer as snip_words,
+                                   (cols[i]).search_language,
+                                   -- snippets of a pool given as ids: the query parsed here
+                                   case when (knobs[i]).snippets is not null and pool is null
+                                             and query_text is not null
+                                        then (select x.lexical_query
+                                              from sift._legs(cols[i], knobs[i], query_text, false) x) end as q
+                            from pg_catalog.generate_subscripts(cols, 1) as i
+                            where (cols[i]).name = f.collection_name) c
     ), b as (
         -- What each hit's text spans: its chunk, or its whole section when merged.
         select f.chunk_id,
@@ -654,7 +701,10 @@ as $$
            coalesce(p.legs, '{}'), p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
            f.threshold_skipped, reranker, rerank_refused,
            f.section_id, f.merged, b.ids, f.matched_chunk_ids, b.tokens, win.ids, win.txt, win.window_of,
-           f.language, f.language_factor, p.lexical_configs
+           f.language, f.language_factor, p.lexical_configs,
+           case when f.snip is not null
+                then sift._snippet(coalesce(sift.language_config(f.language), f.search_language), b.txt,
+                                   coalesce(p.lexical_query::tsquery, f.q), f.snip, f.snip_words) end
     from f
     join b on b.chunk_id = f.chunk_id
     left join win on win.chunk_id = f.chunk_id
@@ -664,7 +714,7 @@ as $$
     order by f.position, f.chunk_id
 $$;
 comment on function sift._hits(sift.collections[], sift.knob_set[], sift.candidate[], bigint[],
-    double precision[], integer, text, text, text) is
+    double precision[], integer, text, text, text, text) is
     'Internal: finalize''s kept rows as sift.hit rows (the pool''s leg columns when it is given), '
     'a merged section''s text in place of its representative''s, and the neighbours windows.';
 
@@ -676,7 +726,8 @@ create or replace function sift.finalize(
     match_count integer default 10,
     knobs       jsonb default '{}',
     collections text[] default null,
-    scored_by   text default null)
+    scored_by   text default null,
+    query_text  text default null)
 returns setof sift.hit
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -724,10 +775,11 @@ begin
           where u.id is not null
           order by u.id, u.o) d;
 
-    return query select * from sift._hits(cols, ks, null, ids, base, match_count, scored_by, null, null);
+    return query select * from sift._hits(cols, ks, null, ids, base, match_count, scored_by, null, null,
+                                          finalize.query_text);
 end;
 $$;
-comment on function sift.finalize(text, bigint[], double precision[], integer, jsonb, text[], text) is
+comment on function sift.finalize(text, bigint[], double precision[], integer, jsonb, text[], text, text) is
     'The ranking knobs on a pool you already have (chunk_ids in pool order, e.g. from '
     'sift.candidates, with optional scores such as a reranker''s, each in [0, 1e100]; without '
     'scores the i-th id scores 1/(rrf_k + i)); scored_by names the reranker whose scores these '
@@ -743,4 +795,4 @@ comment on function sift.finalize(text, bigint[], double precision[], integer, j
     'in sift.search. knobs override the '
     'collections'' settings (several collections: smallest non-zero cap, smallest lambda, highest '
     'threshold). Ids that are not chunks of these collections are ignored; rows carry no leg '
-    'columns. Read-only.';
+    'columns. query_text: the question, for snippets (the snippets knob). Read-only.';

@@ -363,3 +363,15 @@ def test_run_fusion_takes_the_mean_over_datasets(db, toy: Path, tmp_path: Path):
     chosen = result["chosen"]
     assert all(loss >= 0 for loss in chosen["loss_vs_own_best"])
     assert "chosen: dense_weight" in bench_fusion.format_table(result)
+
+
+def test_run_snippets_times_each_mode(db, toy: Path):
+    from pgsift import bench_snippets
+
+    result = bench_snippets.run_snippets(db, toy, queries=2)
+    assert result["queries"] == 2
+    assert [(r["match_count"], r["snippets"]) for r in result["rows"]] == [
+        (k, m) for k in (10, 50) for m in ("off", "text", "html")]
+    assert all(r["p50_ms"] > 0 for r in result["rows"])
+    assert "snippets" in bench_snippets.format_table(result)
+    assert db.execute("select count(*) from sift.collections").fetchone() == (0,)

@@ -194,7 +194,8 @@ def test_search_returns_complete_hits(client):
     unset = {"rerank_score", "fused_score", "reranker", "rerank_refused", "threshold_skipped",
              # structure: no section (flat chunks), no token count given, no neighbours asked for
              "section_id", "token_count", "window_chunk_ids", "window_text", "window_of",
-             "language"}   # a document without a language
+             "language",   # a document without a language
+             "snippet"}    # snippets are off by default
     assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit) if f.name not in unset)
     assert top.rerank_score is None and result.rerank is None and not result.reranked
     assert (top.source_uri, top.title, top.ordinal, top.content, top.context, top.metadata) == (

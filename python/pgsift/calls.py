@@ -109,7 +109,7 @@ def delete_params(collection: str, filter: Any, source_prefix: str | None, delet
 
 
 def finalize_params(collection: Any, chunk_ids: Any, scores: Any, top_k: Any, knobs: Mapping[str, Any],
-                    scored_by: str | None) -> dict[str, Any]:
+                    scored_by: str | None, query: str | None = None) -> dict[str, Any]:
     try:
         ids = [int(i) for i in chunk_ids]
     except (TypeError, ValueError) as exc:
@@ -126,7 +126,8 @@ def finalize_params(collection: Any, chunk_ids: Any, scores: Any, top_k: Any, kn
             raise InvalidArgument("scores must be finite and >= 0 (recency and boost multiply them; "
                                   "map logits through a sigmoid first)")
     return {**collection_args(collection), "chunk_ids": ids, "scores": values, "match_count": check_top_k(top_k),
-            "knobs": knobs_json(knobs), "scored_by": scored_by}
+            "knobs": knobs_json(knobs), "scored_by": scored_by,
+            "query_text": None if query is None else check_text(query, "query")}
 
 
 def pool_size(top_k: int, config: RerankerConfig | None) -> int:

@@ -324,10 +324,10 @@ class Client:
             return SearchResult(hits, rerank=RerankOutcome.unchanged(
                 len(hits), skip=skip, alias=hits[0].reranker, reason=f"{why}: no rerank call"))
         reranked = self._rerank(params, query, top_k, context, None)
-        return self._finalized(collection, reranked, top_k, knobs)
+        return self._finalized(collection, reranked, top_k, knobs, query)
 
     def _finalized(self, collection: Any, reranked: Reranked, top_k: int,
-                         knobs: dict[str, Any]) -> SearchResult:
+                         knobs: dict[str, Any], query: str | None = None) -> SearchResult:
         """sift.finalize on the rerank's scores (the fused ones after a fallback). Only a complete
         ranking counts as scored by the reranker: a threshold calibrated for it never judges the
         stand-in scores a partial ranking gives the candidates it left out."""
@@ -337,7 +337,8 @@ class Client:
         ids = [c.chunk_id for c in reranked.pool]
         scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
         scored_by = outcome.alias if outcome.reranked else None
-        final = self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, **knobs)
+        final = self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, query=query,
+                                    **knobs)
         return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
 
     def rerank(self, collection: str | Sequence[str], query: str, *, embedding: Any = None, top_k: int = 10,
@@ -415,11 +416,12 @@ class Client:
 
     def finalize(self, collection: str | Sequence[str], chunk_ids: Sequence[int],
                        scores: Sequence[float] | None = None, *, top_k: int = 10, scored_by: str | None = None,
-                       **knobs: Any) -> SearchResult:
+                       query: str | None = None, **knobs: Any) -> SearchResult:
         """The ranking knobs on a pool you already have (sift.finalize): `chunk_ids` in pool
         order with optional `scores` (>= 0; without them the order is the ranking); `scored_by`
-        names the reranker whose scores they are. Hits carry no leg columns."""
-        params = calls.finalize_params(collection, chunk_ids, scores, top_k, knobs, scored_by)
+        names the reranker whose scores they are; `query` marks its words in snippets. Hits
+        carry no leg columns."""
+        params = calls.finalize_params(collection, chunk_ids, scores, top_k, knobs, scored_by, query)
         return SearchResult(self._rows([(q.FINALIZE, params)], Hit))
 
     def resolve_sections(self, hits: Hit | Sequence[Hit] | Sequence[int], *,

@@ -136,6 +136,7 @@ class Hit:
     language: str | None = None
     language_factor: float = 1.0
     lexical_configs: list[str] | None = None
+    snippet: str | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
 

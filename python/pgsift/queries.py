@@ -202,7 +202,8 @@ FINALIZE = _select(models.Hit, "sift.finalize", """
     scores => %(scores)s::float8[],
     match_count => %(match_count)s::integer,
     knobs => %(knobs)s::jsonb,
-    scored_by => %(scored_by)s::text""")
+    scored_by => %(scored_by)s::text,
+    query_text => %(query_text)s::text""")
 
 # -- rerankers ------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure|languages`: the benchmarks,
-each on a migrated database."""
+"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure|languages|snippets`: the
+benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -75,6 +75,12 @@ def cmd_bench_languages(args: argparse.Namespace) -> int:
         conn, Path(args.dataset), sample=args.questions, keep=args.keep))
 
 
+def cmd_bench_snippets(args: argparse.Namespace) -> int:
+    from .. import bench_snippets
+    return _bench(args, bench_snippets, lambda conn: bench_snippets.run_snippets(
+        conn, Path(args.dataset), queries=args.queries))
+
+
 def cmd_bench_compare(args: argparse.Namespace) -> int:
     from .. import bench_compare
 
@@ -86,7 +92,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add `bench` and its nine benchmarks to pgsift's subcommands."""
+    """Add `bench` and its ten benchmarks to pgsift's subcommands."""
     p = add_command(sub, "bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     json_help = "print the result as JSON"
@@ -158,6 +164,12 @@ def register(sub: Any) -> None:
     q.add_argument("--keep", action="store_true", help="keep the collections it loads (bench_languages*)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_languages)
+
+    q = add_command(bench_sub, "snippets", "what snippets cost a search at match_count 10 and 50")
+    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q.add_argument("--queries", type=int, default=100, help="queries, the first of the split (default 100)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_snippets)
 
     q = add_command(bench_sub, "fusion", "sweep dense_weight, rrf_k and fetch_k on BEIR splits, the mean over datasets")
     q.add_argument("--dataset", required=True, action="append",
