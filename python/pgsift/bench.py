@@ -181,6 +181,18 @@ def corpus_documents(data: BeirDataset, start: int, stop: int) -> list[Document]
     return docs
 
 
+def load_collection(client: Client, collection: str, data: BeirDataset) -> None:
+    """A fresh collection holding the dataset's corpus (one replaced if it was there), 500
+    documents a call."""
+    try:
+        client.drop_collection(collection)
+    except CollectionNotFound:
+        pass
+    client.create_collection(collection, embedding_dims=data.dims)
+    for start in range(0, len(data.doc_ids), 500):
+        client.upsert_documents(collection, corpus_documents(data, start, min(start + 500, len(data.doc_ids))))
+
+
 def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else math.nan
 

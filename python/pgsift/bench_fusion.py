@@ -21,9 +21,8 @@ import numpy as np
 import psycopg
 
 from . import metrics, queries
-from .bench import BeirDataset, corpus_documents, load_beir
+from .bench import BeirDataset, load_beir, load_collection
 from .client import Client
-from .errors import CollectionNotFound
 
 WEIGHTS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 RRF_KS = (1, 3, 5, 10, 30, 60)
@@ -53,13 +52,7 @@ def _grid(conn: psycopg.Connection[Any], client: Client, dataset: Path, split: s
         # language, not its translations, which one_translation removes at query time anyway).
         data.qrels = {q: {d: 1 for d, g in judged.items() if g == max(judged.values())}
                       for q, judged in data.qrels.items()}
-    try:
-        client.drop_collection(collection)
-    except CollectionNotFound:
-        pass
-    client.create_collection(collection, embedding_dims=data.dims)
-    for start in range(0, len(data.doc_ids), 500):
-        client.upsert_documents(collection, corpus_documents(data, start, min(start + 500, len(data.doc_ids))))
+    load_collection(client, collection, data)
     with client.transaction() as tx:
         uri = dict(tx.execute(queries.CHUNK_SOURCES, {"collection": collection}).fetchall())
     legs = []

@@ -14,9 +14,8 @@ from typing import Any
 
 import psycopg
 
-from .bench import corpus_documents, load_beir
+from .bench import load_beir, load_collection
 from .client import Client
-from .errors import CollectionNotFound
 
 MODES = (None, "text", "html")
 MATCH_COUNTS = (10, 50)
@@ -26,13 +25,7 @@ def run_snippets(conn: psycopg.Connection[Any], dataset: Path, *, queries: int =
                  collection: str = "bench_snippets") -> dict[str, Any]:
     data = load_beir(dataset)
     client = Client(conn)
-    try:
-        client.drop_collection(collection)
-    except CollectionNotFound:
-        pass
-    client.create_collection(collection, embedding_dims=data.dims)
-    for start in range(0, len(data.doc_ids), 500):
-        client.upsert_documents(collection, corpus_documents(data, start, min(start + 500, len(data.doc_ids))))
+    load_collection(client, collection, data)
     samples: dict[tuple[int, str], list[float]] = {(k, str(m)): [] for k in MATCH_COUNTS for m in MODES}
     n = min(queries, len(data.query_ids))
     for i in range(n):
