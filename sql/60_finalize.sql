@@ -608,6 +608,25 @@ comment on function sift._snippet(regconfig, text, tsquery, text, integer) is
     'text and marks them with <mark>.';
 
 
+create or replace function sift._section_body(section_id bigint)
+returns table (ids bigint[], lo integer, hi integer, txt text, tokens integer)
+language sql stable parallel safe security invoker
+as $$
+    -- Not pinned, so it inlines per hit: every function in it is qualified
+    -- and every operator has an exact match in pg_catalog.
+    -- A section's own chunks in order, their place, text and token count.
+    select pg_catalog.array_agg(k.chunk_id order by k.ordinal), pg_catalog.min(k.ordinal),
+           pg_catalog.max(k.ordinal), sift._join_text(pg_catalog.array_agg(k.content order by k.ordinal)),
+           case when pg_catalog.count(k.token_count) = pg_catalog.count(*)
+                then pg_catalog.sum(k.token_count)::integer end
+    from sift.chunks k
+    where k.section_id = _section_body.section_id
+$$;
+comment on function sift._section_body(bigint) is
+    'Internal: a section''s own chunks (ids in order, first and last ordinal), their text joined '
+    'and their token count (null when one is unknown).';
+
+
 create or replace function sift._hits(
     cols sift.collections[], knobs sift.knob_set[], pool sift.candidate[], ids bigint[],
     scores double precision[], match_count integer, scored_by text, reranker text,
@@ -621,22 +640,21 @@ as $$
     -- hit's text is its section's; with neighbours, each hit's window is read
     -- by (document, ordinal) around it, and windows that overlap become one,
     -- held by the best-ranked hit among them (window_of points the others at it).
-    with f as materialized (
+    with c as materialized (
+        -- Per collection, once: its window and snippet knobs, and for the
+        -- snippets of a pool given as ids, the question parsed here.
+        select (cols[i]).name::text as cname, (knobs[i]).neighbours as n, (knobs[i]).snippets::text as snip,
+               (knobs[i]).snippet_words::integer as snip_words, (cols[i]).search_language,
+               case when (knobs[i]).snippets is not null and pool is null and query_text is not null
+                    then (select x.lexical_query from sift._legs(cols[i], knobs[i], query_text, false) x) end as q
+        from pg_catalog.generate_subscripts(cols, 1) as i
+    ), f as materialized (
         select f.*, k.ordinal, k.content, k.context, k.token_count, k.section_id, c.n, c.snip, c.snip_words,
                c.search_language, c.q
         from sift._finalize(cols, knobs, ids, scores, match_count, scored_by, false) f
         cross join lateral (select k.ordinal, k.content, k.context, k.token_count, k.section_id
                             from sift.chunks k where k.chunk_id = f.chunk_id) k
-        cross join lateral (select (knobs[i]).neighbours as n, (knobs[i]).snippets::text as snip,
-                                   (knobs[i]).snippet_words::integer as snip_words,
-                                   (cols[i]).search_language,
-                                   -- snippets of a pool given as ids: the query parsed here
-                                   case when (knobs[i]).snippets is not null and pool is null
-                                             and query_text is not null
-                                        then (select x.lexical_query
-                                              from sift._legs(cols[i], knobs[i], query_text, false) x) end as q
-                            from pg_catalog.generate_subscripts(cols, 1) as i
-                            where (cols[i]).name = f.collection_name) c
+        join c on c.cname = f.collection_name
     ), b as (
         -- What each hit's text spans: its chunk, or its whole section when merged.
         select f.chunk_id,
@@ -646,13 +664,7 @@ as $$
                case when f.merged then s.txt else f.content end as txt,
                case when f.merged then s.tokens else f.token_count end as tokens
         from f
-        left join lateral (
-            select pg_catalog.array_agg(c.chunk_id order by c.ordinal) as ids,
-                   min(c.ordinal) as lo, max(c.ordinal) as hi,
-                   sift._join_text(pg_catalog.array_agg(c.content order by c.ordinal)) as txt,
-                   case when count(c.token_count) = count(*) then sum(c.token_count)::integer end as tokens
-            from sift.chunks c
-            where f.merged and c.section_id = f.section_id) s on true
+        left join lateral (select * from sift._section_body(f.section_id) where f.merged) s on true
     ), w as (
         -- The window of each hit: n chunks before its first and after its last,
         -- by ordinal (gaps left by deleted chunks are skipped, not counted).

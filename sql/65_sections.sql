@@ -87,12 +87,8 @@ begin
             from a join sift.sections x on x.document_id = s.document_id and x.ordinal = a.parent_ordinal
         )
         select pg_catalog.array_agg(a.ordinal) as ords from a) anc
-    cross join lateral (
-        -- A section's text: its own chunks (a subsection's are its own).
-        select pg_catalog.array_agg(k.chunk_id order by k.ordinal) as ids,
-               sift._join_text(pg_catalog.array_agg(k.content order by k.ordinal)) as txt,
-               case when count(k.token_count) = count(*) then sum(k.token_count)::integer end as tokens
-        from sift.chunks k where k.section_id = s.section_id) body
+    -- A section's text: its own chunks (a subsection's are its own).
+    cross join lateral sift._section_body(s.section_id) body
     order by s.document_id, s.ordinal, s.section_id;
 end;
 $$;

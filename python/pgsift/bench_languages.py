@@ -28,7 +28,6 @@ it).
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections import defaultdict
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from . import metrics
 from .bench import _pick_model, read_jsonl, read_qrels
 from .client import Client
 from .errors import CollectionNotFound, InvalidArgument
@@ -84,9 +84,9 @@ def documents(corpus: list[dict[str, Any]], doc_emb: Any, language: str | None =
 
 
 def _ndcg(gains: list[float], ideal: list[float]) -> float:
-    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:TOP_K]))
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(ideal, reverse=True)[:TOP_K]))
-    return dcg / idcg if idcg else 0.0
+    """nDCG@10 of gains already mapped (2^rel - 1 here), with pgsift.metrics' discount."""
+    idcg = metrics.dcg(sorted(ideal, reverse=True)[:TOP_K])
+    return metrics.dcg(gains[:TOP_K]) / idcg if idcg else 0.0
 
 
 def _scores(hits: list[Hit], question: Question, corpus_id: dict[str, str]) -> dict[str, float]:
