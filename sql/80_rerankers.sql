@@ -230,7 +230,8 @@ returns table (
     context_chars integer,
     rerank_top_n  integer,
     chosen_by     text,
-    refused       text)
+    refused       text,
+    limits        jsonb)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -276,13 +277,18 @@ begin
         raise warning 'pgsift: %', why;
         return query select null::bigint, (cols[1]).tenant::text, choice.alias, null::text, null::text,
             null::text, null::text, null::text, null::integer, null::integer, null::integer, null::integer,
-            choice.rerank_top_n, case when choice.refused is null then 'refused' else choice.chosen_by end, why;
+            choice.rerank_top_n, case when choice.refused is null then 'refused' else choice.chosen_by end, why,
+            null::jsonb;
         return;
     end if;
     return query select chosen.reranker_id, chosen.tenant::text, chosen.alias::text, chosen.provider,
         chosen.model, chosen.base_url, chosen.secret_ref, source, chosen.timeout_ms::integer,
         chosen.deadline_ms::integer, chosen.max_attempts::integer, chosen.context_chars::integer,
-        choice.rerank_top_n, choice.chosen_by, null::text;
+        choice.rerank_top_n, choice.chosen_by, null::text,
+        -- The model's own limits, else the provider's ('*').
+        (select pg_catalog.to_jsonb(l) from sift.reranker_limits l
+         where l.provider = chosen.provider and l.model in (chosen.model, '*')
+         order by l.model = '*', l.model limit 1);
 end;
 $$;
 comment on function sift.reranker_for(text, jsonb, text[], text) is
@@ -293,7 +299,9 @@ comment on function sift.reranker_for(text, jsonb, text[], text) is
     '(chosen_by = tenant_default), with rerank_top_n = the largest of theirs and secret_source = '
     'where the operator keeps this tenant''s key for its secret_ref (null: not mapped). refused is '
     'set (and the provider columns null) when it cannot run: different rerankers and no default, or '
-    'an endpoint the operator no longer allows. Read-only.';
+    'an endpoint the operator no longer allows. limits: the row of sift.reranker_limits for its '
+    'model (else the provider''s ''*'' row; null: none), how the client splits and clips the pool. '
+    'Read-only.';
 
 
 create or replace function sift.record_rerank_usage(

@@ -136,7 +136,7 @@ grant select on sift.collections, sift.documents, sift.chunks, sift.sections, si
     sift.language_configs, sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs,
-    sift.rerankers, sift.rerank_usage, sift.reranker_providers, sift.knob_defs, sift.knob_presets,
+    sift.rerankers, sift.rerank_usage, sift.reranker_providers, sift.reranker_limits, sift.knob_defs, sift.knob_presets,
     sift.tenant_roles, sift.secret_mappings, sift.allowed_endpoints
     to sift_reader;
 -- Readers meter the reranks of their own searches.

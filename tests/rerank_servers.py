@@ -12,12 +12,20 @@ service uses, so the real client libraries run against it unchanged:
     POST /rerank      Text Embeddings Inference: {query, texts, truncate}
                       -> [{"index", "score"}]  (header x-compute-tokens)
 
-`fault` injects one failure into every answer (or only the first `fail_first`): "slow"
+`fault` injects one failure into every answer (or only the first `fail_first`, or only
+those after the first `fail_after`): "slow"
 (waits `delay` seconds first), "429", "500", "503", "400", "malformed" (invalid JSON),
 "out_of_range", "negative_index", "duplicate", "nan", "missing_score", "partial" (ranks
 half the documents), "empty". `retry_after` (seconds) goes out as a Retry-After header
 with every 429 and 5xx. Every request is recorded (path, headers, JSON body), so a test
 can assert that none was made.
+
+`limits` makes it enforce a provider's request limits as the real services do, counting a
+token per SERVER_CHARS_PER_TOKEN characters: max_documents, max_query_tokens,
+max_pair_tokens (query + one document; only when the request asks not to truncate, as
+Voyage's truncation=false and TEI's truncate=false do), max_request_tokens (query tokens x
+documents + every document's tokens). A violation is answered 400 (Voyage, Cohere) or 413
+(TEI's answer to a batch past --max-client-batch-size) and recorded in `violations`.
 
 Bounded: it binds 127.0.0.1 only, answers at most `max_requests` requests, stops itself
 after `lifetime` seconds, and `stop()` (or leaving the `with` block) releases any handler
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 import socket
 import threading
@@ -37,6 +46,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Scorer = Callable[[str, Sequence[str]], list[float]]
+
+SERVER_CHARS_PER_TOKEN = 4   # what the stand-in's "tokenizer" counts (a real one: about 4 for English)
 
 FAULTS = ("slow", "429", "500", "503", "400", "malformed", "out_of_range", "negative_index",
           "duplicate", "nan", "missing_score", "partial", "empty")
@@ -86,7 +97,8 @@ class _Handler(BaseHTTPRequestHandler):
         kind = {"/v1/rerank": "voyage", "/v2/rerank": "cohere", "/rerank": "tei"}.get(self.path)
         if kind is None or not isinstance(body, dict):
             return self._send(404, {"detail": f"no such endpoint {self.path}"})
-        fault = srv.fault if (srv.fail_first is None or number <= srv.fail_first) else None
+        fault = srv.fault if ((srv.fail_first is None or number <= srv.fail_first)
+                              and (srv.fail_after is None or number > srv.fail_after)) else None
         if fault == "slow":
             srv._release.wait(srv.delay)
             fault = None
@@ -101,6 +113,11 @@ class _Handler(BaseHTTPRequestHandler):
         query = body.get("query", "")
         docs = body.get("documents") if kind != "tei" else body.get("texts")
         docs = list(docs or [])
+        violation = srv.violation(kind, body, query, docs)
+        if violation is not None:
+            srv.violations.append(violation)
+            key = "message" if kind == "cohere" else "detail" if kind == "voyage" else "error"
+            return self._send(413 if kind == "tei" else 400, {key: violation})
         scores = srv.scorer(query, docs)
         order = sorted(range(len(docs)), key=lambda i: (-scores[i], i))
         limit = body.get("top_k") if kind == "voyage" else body.get("top_n") if kind == "cohere" else None
@@ -180,16 +197,20 @@ class RerankServer:
 
     def __init__(self, *, fault: str | None = None, fail_first: int | None = None,
                  delay: float = 5.0, scorer: Scorer = reverse_scorer, retry_after: float | None = None,
-                 max_requests: int = 200, lifetime: float = 60.0):
+                 max_requests: int = 200, lifetime: float = 60.0, limits: dict[str, int] | None = None,
+                 fail_after: int | None = None):
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}")
         self.fault = fault
         self.fail_first = fail_first
+        self.fail_after = fail_after
         self.delay = delay
         self.scorer = scorer
         self.retry_after = retry_after
         self.max_requests = max_requests
         self.lifetime = lifetime
+        self.limits = dict(limits or {})
+        self.violations: list[str] = []
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._release = threading.Event()
@@ -201,6 +222,24 @@ class RerankServer:
         with self._lock:
             self.requests.append(request)
             return len(self.requests)
+
+    def violation(self, kind: str, body: dict[str, Any], query: str, docs: list[str]) -> str | None:
+        """Why the real service would refuse this request under `limits`, or None."""
+        lim = self.limits
+        tokens = [math.ceil(len(str(d)) / SERVER_CHARS_PER_TOKEN) for d in docs]
+        q = math.ceil(len(str(query)) / SERVER_CHARS_PER_TOKEN)
+        truncate = body.get("truncation", True) if kind == "voyage" else body.get("truncate", True)
+        if "max_documents" in lim and len(docs) > lim["max_documents"]:
+            return f"batch size {len(docs)} > maximum allowed batch size {lim['max_documents']}"
+        if "max_query_tokens" in lim and q > lim["max_query_tokens"]:
+            return f"the query has {q} tokens, more than {lim['max_query_tokens']}"
+        if "max_pair_tokens" in lim and kind != "cohere" and not truncate and tokens \
+                and q + max(tokens) > lim["max_pair_tokens"]:
+            return f"a query and document of {q + max(tokens)} tokens, more than {lim['max_pair_tokens']}"
+        if "max_request_tokens" in lim and q * len(docs) + sum(tokens) > lim["max_request_tokens"]:
+            return (f"the request has {q * len(docs) + sum(tokens)} tokens, more than "
+                    f"{lim['max_request_tokens']}")
+        return None
 
     @property
     def port(self) -> int:

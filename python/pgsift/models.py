@@ -271,6 +271,8 @@ class RerankerConfig:
     chosen_by: str | None = None
     refused: str | None = None
     reranker_id: int | None = None
+    # The provider's limits for this model (a row of sift.reranker_limits; None: none known).
+    limits: dict[str, Any] | None = None
 
     @property
     def usable(self) -> bool:

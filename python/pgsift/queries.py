@@ -209,7 +209,7 @@ FINALIZE = _select(models.Hit, "sift.finalize", """
 
 RERANKER_FOR = sql.SQL("""
 select reranker_id, tenant, alias, provider, model, base_url, secret_ref, secret_source, timeout_ms,
-       deadline_ms, max_attempts, context_chars, rerank_top_n, chosen_by, refused
+       deadline_ms, max_attempts, context_chars, rerank_top_n, chosen_by, refused, limits
 from sift.reranker_for(collection => %(collection)s::text, collections => %(collections)s::text[],
                        knobs => %(knobs)s::jsonb, reranker => %(reranker)s::text)
 """)

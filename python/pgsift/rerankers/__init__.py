@@ -11,7 +11,8 @@ ranking, a missing package or key) becomes an outcome with `reranked=False`,
 a `fault` and a `reason`, logged on the `pgsift.rerank` logger.
 
 One module per provider (voyage, cohere, tei) behind the `Reranker` protocol;
-the provider list itself is SQL's (sift.reranker_providers).
+the provider list itself is SQL's (sift.reranker_providers), and so are their
+request limits (sift.reranker_limits), which `limits` turns into requests.
 """
 
 from . import engine, engine_async
@@ -28,6 +29,7 @@ from .base import (
 )
 from .cohere import CohereReranker
 from .engine import ConnectionCheck, rerank_pool, rerank_search, test_connection
+from .limits import Batches, RerankLimits, estimate_tokens, plan_batches
 from .outcome import RerankOutcome, build_query, contextualize, validate
 from .registry import IMPLEMENTATIONS, SecretResolver, build_reranker, clear_reranker_cache, resolve_secret
 from .tei import TEIReranker
@@ -38,9 +40,10 @@ arerank_search = engine_async.rerank_search
 atest_connection = engine_async.test_connection
 
 __all__ = [
-    "FAULTS", "IMPLEMENTATIONS", "SKIPS", "CohereReranker", "ConnectionCheck", "EndpointRefused", "InvalidRanking",
-    "Ranking", "RerankCallError", "RerankError", "RerankOutcome", "Reranker", "RerankerUnavailable", "SecretResolver",
-    "TEIReranker", "VoyageReranker", "arerank_pool", "arerank_search", "atest_connection", "build_query",
-    "build_reranker", "clear_reranker_cache", "contextualize", "engine", "engine_async", "rerank_pool",
+    "FAULTS", "IMPLEMENTATIONS", "SKIPS", "Batches", "CohereReranker", "ConnectionCheck", "EndpointRefused",
+    "InvalidRanking", "Ranking", "RerankCallError", "RerankError", "RerankLimits", "RerankOutcome",
+    "Reranker", "RerankerUnavailable", "SecretResolver", "TEIReranker", "VoyageReranker", "arerank_pool",
+    "arerank_search", "atest_connection", "build_query", "build_reranker", "clear_reranker_cache",
+    "contextualize", "engine", "engine_async", "estimate_tokens", "plan_batches", "rerank_pool",
     "rerank_search", "resolve_secret", "test_connection", "validate",
 ]

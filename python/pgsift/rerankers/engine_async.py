@@ -25,6 +25,7 @@ from typing import Any
 from ..compat import arun_bounded, asleep
 from ..models import RerankerConfig
 from .base import RerankCallError, Reranker, detached, shape_fault
+from .limits import Batches, RerankLimits, plan_batches
 from .outcome import DEFAULT_CONTEXT_CHARS, RerankOutcome, build_query, log, log_fault, validate
 from .registry import SecretResolver, build_reranker
 
@@ -39,16 +40,17 @@ class _Plan:
     query: str
     docs: list[str]
     top_n: int | None
-    expected: int
     deadline_s: float
     attempt_timeout_s: float
     max_attempts: int
+    batches: Batches
+    limits: RerankLimits | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
 
 def _plan(reranker: Any, query: str, context: Any, pool_texts: Sequence[str], top_n: int | None,
           deadline_s: float | None, context_chars: int | None, attempt_timeout_s: float | None,
-          max_attempts: int | None, alias: str | None) -> _Plan | RerankOutcome:
+          max_attempts: int | None, alias: str | None, limits: RerankLimits | None) -> _Plan | RerankOutcome:
     docs = ["" if t is None else str(t) for t in pool_texts]
     n = len(docs)
     info = {"provider": getattr(reranker, "provider", None), "model": getattr(reranker, "model", None),
@@ -67,10 +69,11 @@ def _plan(reranker: Any, query: str, context: Any, pool_texts: Sequence[str], to
         deadline = DEFAULT_DEADLINE_S
     per_attempt = deadline if attempt_timeout_s is None else max(float(attempt_timeout_s), MIN_ATTEMPT_S)
     limit = DEFAULT_CONTEXT_CHARS if context_chars is None else context_chars
-    return _Plan(query=build_query(query, context, limit), docs=docs, top_n=top_n,
-                 expected=n if top_n is None else min(top_n, n), deadline_s=deadline,
+    batches = plan_batches(build_query(query, context, limit), docs, limits)
+    return _Plan(query=batches.query, docs=batches.docs, top_n=top_n, deadline_s=deadline,
                  attempt_timeout_s=min(per_attempt, deadline),
-                 max_attempts=max(1, int(max_attempts or DEFAULT_MAX_ATTEMPTS)), info=info)
+                 max_attempts=max(1, int(max_attempts or DEFAULT_MAX_ATTEMPTS)), batches=batches,
+                 limits=limits, info=info)
 
 
 def _takes_timeout(reranker: Any) -> bool:
@@ -81,13 +84,14 @@ def _takes_timeout(reranker: Any) -> bool:
     return any(p.name == "timeout" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
-def _calls(reranker: Any, plan: _Plan,
+def _calls(reranker: Any, plan: _Plan, request: Sequence[int],
            timeout: float) -> tuple[Callable[[], Any], Callable[[], Awaitable[Any]] | None]:
-    """One attempt, as a sync call and (when the reranker has its own async method) an async
-    one; the sync engine runs the first in a worker thread, the async engine awaits the
-    second, detached so that a client swallowing its cancellation cannot hold the search."""
+    """One attempt of one request (pool indices), as a sync call and (when the reranker has
+    its own async method) an async one; the sync engine runs the first in a worker thread,
+    the async engine awaits the second, detached so that a client swallowing its
+    cancellation cannot hold the search."""
     kwargs = {"timeout": timeout} if _takes_timeout(reranker) else {}
-    args = (plan.query, plan.docs, plan.top_n)
+    args = (plan.query, [plan.docs[i] for i in request], plan.top_n)
     method = getattr(reranker, "arerank", None)
     native = functools.partial(detached, method, *args, **kwargs) if inspect.iscoroutinefunction(method) else None
     return functools.partial(reranker.rerank, *args, **kwargs), native
@@ -101,28 +105,48 @@ def _backoff(error: RerankCallError, attempt: int, left: float) -> float | None:
     return wait if wait + MIN_ATTEMPT_S <= left else None
 
 
-def _finish(plan: _Plan, ranking: Any, started: float, attempts: int) -> RerankOutcome:
+def _finish(plan: _Plan, answers: list[tuple[list[int], Any]], started: float, attempts: int,
+            stopped: RerankCallError | None = None) -> RerankOutcome:
+    """The outcome of the requests that were answered (pool indices, ranking), in order;
+    `stopped` is the fault that ended the requests early (the later ones were not made)."""
     latency = (time.monotonic() - started) * 1000
     n = len(plan.docs)
-    info = dict(plan.info, called=True, latency_ms=latency, attempts=attempts, documents=n,
-                tokens=getattr(ranking, "tokens", None), search_units=getattr(ranking, "search_units", None))
-    try:
-        pairs = validate(ranking, n)
-    except RerankCallError as exc:
-        return _failed(plan, exc, info)
-    except Exception as exc:  # noqa: BLE001 - InvalidRanking
-        return _failed(plan, RerankCallError("invalid_ranking", str(exc)), info)
+    sent = sum(len(request) for request, _ in answers)
+    info = dict(plan.info, called=True, latency_ms=latency, attempts=attempts, documents=sent,
+                tokens=_total(answers, "tokens"), search_units=_total(answers, "search_units"),
+                requests=len(answers), clipped=plan.batches.clipped, query_clipped=plan.batches.query_clipped,
+                not_sent=n - sent)
     scores: list[float | None] = [None] * n
-    for i, s in pairs:
-        scores[i] = s
-    if len(pairs) < plan.expected:
-        reason = (f"partial ranking: the reranker ranked {len(pairs)} of {plan.expected} candidates; "
-                  f"the other {n - len(pairs)} follow in pool order")
+    short_by = 0
+    for request, ranking in answers:
+        try:
+            pairs = validate(ranking, len(request))
+        except RerankCallError as exc:
+            return _failed(plan, exc, info)
+        except Exception as exc:  # noqa: BLE001 - InvalidRanking
+            return _failed(plan, RerankCallError("invalid_ranking", str(exc)), info)
+        for i, s in pairs:
+            scores[request[i]] = s
+        expected = len(request) if plan.top_n is None else min(plan.top_n, len(request))
+        short_by += max(0, expected - len(pairs))
+    note = plan.batches.describe(plan.limits)
+    if short_by or stopped is not None:
+        ranked = sum(s is not None for s in scores)
+        why = (f"partial ranking: the reranker ranked {ranked} of {n} candidates"
+               if stopped is None else f"{stopped} (request {len(answers) + 1} of {len(plan.batches.requests)}; "
+               f"the {ranked} candidates of the earlier requests are ranked)")
+        reason = f"{why}; the other {n - ranked} follow in pool order" + (f" ({note})" if note else "")
         outcome = RerankOutcome(scores=tuple(scores), partial=True, fault="partial_ranking",
                                 reason=reason, **info)
         log_fault(outcome)
         return outcome
-    return RerankOutcome(scores=tuple(scores), reranked=True, **info)
+    return RerankOutcome(scores=tuple(scores), reranked=True, reason=note, **info)
+
+
+def _total(answers: list[tuple[list[int], Any]], name: str) -> Any:
+    values = [getattr(ranking, name, None) for _, ranking in answers]
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _failed(plan: _Plan, error: RerankCallError, info: dict[str, Any]) -> RerankOutcome:
@@ -151,17 +175,20 @@ async def rerank_pool(reranker: Reranker | None, query: str, context: Any, pool_
                       context_chars: int | None = DEFAULT_CONTEXT_CHARS, *,
                       attempt_timeout_s: float | None = None,
                       max_attempts: int | None = DEFAULT_MAX_ATTEMPTS, alias: str | None = None,
-                      started: float | None = None) -> RerankOutcome:
+                      started: float | None = None, limits: RerankLimits | None = None) -> RerankOutcome:
     """Rerank one search's pool; never raises. `pool_texts` are the candidates' texts in pool
     order (contextualized: sift.rerank_texts); `context` is the conversation, whose tail
-    (context_chars) goes before the query; `top_n` is how many the provider returns (None:
-    all, the normal case). One request per attempt for the whole pool; attempts (at most
-    max_attempts, on timeouts, connection errors, 429 and 5xx) and their backoffs all fit in
-    deadline_s, counted from `started` (a time.monotonic(); default now)."""
+    (context_chars) goes before the query; `top_n` is how many the provider returns per
+    request (None: all, the normal case). One request for the whole pool, or, within the
+    provider's `limits` (sift.reranker_limits), several in pool order with too-long texts
+    clipped (the outcome's requests, clipped, query_clipped and not_sent say what was done).
+    Attempts (at most max_attempts per request, on timeouts, connection errors, 429 and 5xx)
+    and their backoffs all fit in deadline_s, counted from `started` (a time.monotonic();
+    default now)."""
     begun = time.monotonic() if started is None else started
     try:
         plan = _plan(reranker, query, context, pool_texts, top_n, deadline_s, context_chars,
-                     attempt_timeout_s, max_attempts, alias)
+                     attempt_timeout_s, max_attempts, alias, limits)
     except Exception as exc:  # noqa: BLE001 - a bad argument must not fail the search either
         n = len(pool_texts) if isinstance(pool_texts, Sequence) else 0
         outcome = RerankOutcome.unchanged(n, fault="unexpected_error", alias=alias,
@@ -172,6 +199,30 @@ async def rerank_pool(reranker: Reranker | None, query: str, context: Any, pool_
         log.debug("no rerank: %s", plan.reason)
         return plan
     end = begun + plan.deadline_s
+    answers: list[tuple[list[int], Any]] = []
+    attempts = 0
+    for request in plan.batches.requests:
+        ranking, error, tries = await _request(reranker, plan, request, end)
+        attempts += tries
+        if error is not None or ranking is None:
+            # A request that failed stops the others (they would share its fault and its
+            # deadline); the ones answered before it still rank their candidates.
+            if not answers:
+                return _give_up(plan, error, begun, attempts)
+            return _finish(plan, answers, begun, attempts, stopped=error or _no_time(plan))
+        answers.append((request, ranking))
+    return _finish(plan, answers, begun, attempts)
+
+
+def _no_time(plan: _Plan) -> RerankCallError:
+    return RerankCallError("deadline_exceeded", f"the deadline of {plan.deadline_s:.2f}s left no time for a call")
+
+
+async def _request(reranker: Any, plan: _Plan, request: list[int],
+                   end: float) -> tuple[Any, RerankCallError | None, int]:
+    """One request's attempts (at most max_attempts, on timeouts, connection errors, 429 and
+    5xx) and their backoffs, all before `end`: (ranking, None, attempts) or (None, the last
+    fault or None when no attempt had time, attempts)."""
     last: RerankCallError | None = None
     attempts = 0
     while attempts < plan.max_attempts:
@@ -181,9 +232,8 @@ async def rerank_pool(reranker: Reranker | None, query: str, context: Any, pool_
         timeout = min(plan.attempt_timeout_s, left)
         attempts += 1
         try:
-            sync_call, async_call = _calls(reranker, plan, timeout)
-            ranking = await arun_bounded(sync_call, async_call, timeout)
-            return _finish(plan, ranking, begun, attempts)
+            sync_call, async_call = _calls(reranker, plan, request, timeout)
+            return await arun_bounded(sync_call, async_call, timeout), None, attempts
         except BaseException as exc:
             if not isinstance(exc, Exception):
                 raise   # KeyboardInterrupt, SystemExit, a cancelled task
@@ -194,7 +244,7 @@ async def rerank_pool(reranker: Reranker | None, query: str, context: Any, pool_
         if wait is None:
             break
         await asleep(wait)
-    return _give_up(plan, last, begun, attempts)
+    return None, last, attempts
 
 
 def _gate(config: RerankerConfig | None, n: int, top_k: int, query: str) -> RerankOutcome | None:
@@ -244,7 +294,8 @@ async def rerank_search(config: RerankerConfig | None, *, query: str, pool_texts
         return outcome
     outcome = await rerank_pool(reranker, query, conversation, pool_texts, None, deadline_s,
                                 config.context_chars, attempt_timeout_s=(config.timeout_ms or 2000) / 1000,
-                                max_attempts=config.max_attempts, alias=config.alias, started=started)
+                                max_attempts=config.max_attempts, alias=config.alias, started=started,
+                                limits=RerankLimits.from_row(config.limits))
     return replace(outcome, alias=config.alias, chosen_by=config.chosen_by)
 
 

@@ -103,8 +103,12 @@ class RerankOutcome:
     fault is "partial_ranking"). fault: None, or one of base.FAULTS; skip: why no call was
     made (one of base.SKIPS), else None. called: a request left the process (metered).
     alias and chosen_by ("collection", "tenant_default", "named") say which reranker scored
-    the pool. usage_recorded: the call was metered in sift.rerank_usage; when it could not
-    be (a read-only standby and no primary to write to), `usage` is the row to record."""
+    the pool. Within the provider's limits (sift.reranker_limits): requests (how many were
+    answered; more than one: the pool was split), clipped (pool indices whose text was cut
+    to fit a query-document pair), query_clipped, not_sent (candidates past the last
+    request, left in pool order); `reason` says it in words. usage_recorded: the call was
+    metered in sift.rerank_usage; when it could not be (a read-only standby and no primary
+    to write to), `usage` is the row to record."""
 
     scores: tuple[float | None, ...]
     reranked: bool = False
@@ -123,6 +127,10 @@ class RerankOutcome:
     attempts: int = 0
     documents: int = 0
     usage_recorded: bool | None = None
+    requests: int = 0
+    clipped: tuple[int, ...] = ()
+    query_clipped: bool = False
+    not_sent: int = 0
 
     @classmethod
     def unchanged(cls, n: int, *, skip: str | None = None, fault: str | None = None,
