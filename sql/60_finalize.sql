@@ -716,7 +716,8 @@ as $$
            f.language, f.language_factor, p.lexical_configs,
            case when f.snip is not null
                 then sift._snippet(coalesce(sift.language_config(f.language), f.search_language), b.txt,
-                                   coalesce(p.lexical_query::tsquery, f.q), f.snip, f.snip_words) end
+                                   coalesce(p.lexical_query::tsquery, f.q), f.snip, f.snip_words) end,
+           null::text, null::text   -- cursor, cursor_end: sift.search_page's
     from f
     join b on b.chunk_id = f.chunk_id
     left join win on win.chunk_id = f.chunk_id
@@ -729,6 +730,57 @@ comment on function sift._hits(sift.collections[], sift.knob_set[], sift.candida
     double precision[], integer, text, text, text, text) is
     'Internal: finalize''s kept rows as sift.hit rows (the pool''s leg columns when it is given), '
     'a merged section''s text in place of its representative''s, and the neighbours windows.';
+
+
+create or replace function sift._finalize_input(
+    knobs sift.knob_set[], chunk_ids bigint[], scores double precision[], match_count integer, scored_by text,
+    out ids bigint[], out base double precision[])
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- A caller's pool, checked: sizes, scores in range, an id given twice
+    -- counted once at its first place; no scores: the pool order scored like
+    -- a single RRF leg.
+    if match_count is null or match_count not between 0 and 1000 then
+        raise exception 'match_count must be between 0 and 1000, got %', match_count
+            using errcode = '23514', constraint = 'match_count_valid';
+    end if;
+    if cardinality(chunk_ids) > 10000 then
+        raise exception 'chunk_ids has % ids; a pool is at most 10,000', cardinality(chunk_ids)
+            using errcode = 'SF003';
+    end if;
+    if scored_by is not null and length(scored_by) > 128 then
+        raise exception 'scored_by must be a reranker alias' using errcode = 'SF003';
+    end if;
+    base := scores;
+    if base is not null then
+        if coalesce(cardinality(base), 0) <> coalesce(cardinality(chunk_ids), 0) then
+            raise exception 'scores has % values for % chunk_ids',
+                coalesce(cardinality(base), 0), coalesce(cardinality(chunk_ids), 0)
+                using errcode = 'SF003';
+        end if;
+        if exists (select 1 from unnest(base) as s where s is null or not (s >= 0 and s <= 1e100)) then
+            raise exception 'scores must be numbers between 0 and 1e100 (no null, NaN or infinity)'
+                using errcode = 'SF003',
+                      hint = 'recency and boost multiply the scores; map logits through a sigmoid first';
+        end if;
+    else
+        base := array(select 1 / ((knobs[1]).rrf_k + u.o)
+                      from unnest(chunk_ids) with ordinality as u(id, o)
+                      order by u.o);
+    end if;
+    select array_agg(d.id order by d.o), array_agg(d.s order by d.o)
+    into ids, base
+    from (select distinct on (u.id) u.id, u.s, u.o
+          from unnest(chunk_ids, base) with ordinality as u(id, s, o)
+          where u.id is not null
+          order by u.id, u.o) d;
+end;
+$$;
+comment on function sift._finalize_input(sift.knob_set[], bigint[], double precision[], integer, text) is
+    'Internal: a pool given to sift.finalize or sift.finalize_page, checked (23514, SF003) and '
+    'de-duplicated, with its scores (without them, 1/(rrf_k + place)).';
 
 
 create or replace function sift.finalize(
@@ -748,46 +800,10 @@ as $$
 declare
     cols sift.collections[] := sift._collections(finalize.collection, finalize.collections);
     ks   sift.knob_set[] := sift._resolve_all(cols, finalize.knobs);
-    base double precision[] := finalize.scores;
-    ids  bigint[];
+    pool record;
 begin
-    if match_count is null or match_count not between 0 and 1000 then
-        raise exception 'match_count must be between 0 and 1000, got %', match_count
-            using errcode = '23514', constraint = 'match_count_valid';
-    end if;
-    if cardinality(finalize.chunk_ids) > 10000 then
-        raise exception 'chunk_ids has % ids; a pool is at most 10,000', cardinality(finalize.chunk_ids)
-            using errcode = 'SF003';
-    end if;
-    if scored_by is not null and length(scored_by) > 128 then
-        raise exception 'scored_by must be a reranker alias' using errcode = 'SF003';
-    end if;
-    if base is not null then
-        if coalesce(cardinality(base), 0) <> coalesce(cardinality(finalize.chunk_ids), 0) then
-            raise exception 'scores has % values for % chunk_ids',
-                coalesce(cardinality(base), 0), coalesce(cardinality(finalize.chunk_ids), 0)
-                using errcode = 'SF003';
-        end if;
-        if exists (select 1 from unnest(base) as s where s is null or not (s >= 0 and s <= 1e100)) then
-            raise exception 'scores must be numbers between 0 and 1e100 (no null, NaN or infinity)'
-                using errcode = 'SF003',
-                      hint = 'recency and boost multiply the scores; map logits through a sigmoid first';
-        end if;
-    else
-        -- No scores: the pool order is the ranking, scored like a single RRF leg.
-        base := array(select 1 / ((ks[1]).rrf_k + u.o)
-                      from unnest(finalize.chunk_ids) with ordinality as u(id, o)
-                      order by u.o);
-    end if;
-    -- An id given twice counts once, at its first place.
-    select array_agg(d.id order by d.o), array_agg(d.s order by d.o)
-    into ids, base
-    from (select distinct on (u.id) u.id, u.s, u.o
-          from unnest(finalize.chunk_ids, base) with ordinality as u(id, s, o)
-          where u.id is not null
-          order by u.id, u.o) d;
-
-    return query select * from sift._hits(cols, ks, null, ids, base, match_count, scored_by, null, null,
+    pool := sift._finalize_input(ks, finalize.chunk_ids, finalize.scores, finalize.match_count, finalize.scored_by);
+    return query select * from sift._hits(cols, ks, null, pool.ids, pool.base, match_count, scored_by, null, null,
                                           finalize.query_text);
 end;
 $$;

@@ -139,6 +139,7 @@ grant select on sift.collections, sift.documents, sift.chunks, sift.sections, si
     sift.rerankers, sift.rerank_usage, sift.reranker_providers, sift.reranker_limits, sift.knob_defs, sift.knob_presets,
     sift.tenant_roles, sift.secret_mappings, sift.allowed_endpoints
     to sift_reader;
+-- sift.cursor_keys has no grant: only sift._cursor_sign, running as its owner, reads the key.
 -- Readers meter the reranks of their own searches.
 grant insert on sift.rerank_usage to sift_reader;
 -- current_tenant reads the role map for gateways too.

@@ -370,11 +370,13 @@ def test_every_function_states_its_volatility(db):
         assert {codes[d["volatility"].sval] for d in declared[name]} == {provolatile}, sig
 
 
-def test_only_two_functions_are_security_definer(db):
-    # The index builder (only the owner may index the shared table) and the text-index probe
-    # (row-level security keeps the index out of reach); test_trust attacks the probe.
+def test_only_three_functions_are_security_definer(db):
+    # The index builder (only the owner may index the shared table), the text-index probe
+    # (row-level security keeps the index out of reach) and the cursor signer (no tenant reads
+    # the key); test_trust attacks the probe and the signer.
     definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == ["sift._ensure_dense_index(integer,sift.distance)", "sift._text_matches(bigint,tsquery,name)"]
+    assert definers == ["sift._cursor_sign(text,name)", "sift._ensure_dense_index(integer,sift.distance)",
+                        "sift._text_matches(bigint,tsquery,name)"]
 
     def grantees(name: str) -> list[str]:
         return db.execute(
@@ -382,6 +384,7 @@ def test_only_two_functions_are_security_definer(db):
             "from pg_proc p, aclexplode(p.proacl) a where p.proname = %s", [name]).fetchone()[0]
     assert sorted(grantees("_ensure_dense_index")) == ["postgres", "sift_admin"]   # owner and admins, not PUBLIC
     assert sorted(grantees("_text_matches")) == ["postgres", "sift_gateway", "sift_reader"]
+    assert sorted(grantees("_cursor_sign")) == ["postgres", "sift_gateway", "sift_reader"]
 
 
 def test_every_function_pins_a_pg_catalog_first_path(db):

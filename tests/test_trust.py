@@ -128,7 +128,16 @@ def foreign_ids(db, tenant: str) -> dict[str, list[Any]]:
         "questions": ids("select question_id from sift.golden_questions q join sift.golden_sets s "
                          "using (golden_set_id) join sift.collections c using (collection_id) "
                          "where c.tenant = any(%(o)s)"),
+        "cursors": [_cursor_of(db, other) for other in others],
     }
+
+
+def _cursor_of(db, tenant: str) -> str:
+    """A pagination cursor sift.search_page issued to `tenant` (for 'docs', 'alpha')."""
+    with db.transaction():
+        db.execute("select sift.set_tenant(%s)", [tenant])
+        return db.execute("select cursor from sift.search_page('docs', 'alpha', page_size => 2) "
+                          "where cursor is not null limit 1").fetchone()[0]
 
 
 def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
@@ -159,6 +168,12 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("explain", rows("select * from sift.explain('docs', 'alpha', %s::text::public.vector, chunk_ids => %s)",
                          [vec, chunk_ids])),
         ("candidates", rows("select * from sift.candidates(%s, 'alpha')", [name])),
+        ("search_page", rows("select * from sift.search_page(%s, 'alpha', %s::text::public.vector)", [name, vec])),
+        ("search_page_foreign", rows("select * from sift.search_page('docs', 'alpha', page_size => 2, cursor => %s)",
+                                     [rng.choice(foe["cursors"])])),
+        ("finalize_page", rows("select * from sift.finalize_page('docs', %s)", [chunk_ids])),
+        ("finalize_page_foreign", rows("select * from sift.finalize_page(%s, %s, cursor => %s)",
+                                       [name, chunk_ids, rng.choice(foe["cursors"])])),
         ("finalize", rows("select * from sift.finalize('docs', %s)", [chunk_ids])),
         ("finalize_foreign_parent", rows("select * from sift.finalize('docs', %s, knobs => "
                                          "'{\"parent_return\": \"parent\", \"neighbours\": 3}')", [chunk_ids])),
@@ -215,6 +230,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                         "as chunk_id", [col_id])),
         ("forged_matching_chunks_large", rows("select unnest(sift._matching_chunks(%s, 'alpha'::tsquery, 1e9)) "
                                               "as chunk_id", [col_id])),
+        ("forged_cursor_sign", one("select sift._cursor_sign('x', %s) as mac", [role_name(other, "reader")])),
         ("forged_tenant_for", one("select sift._tenant_for(%s) as tenant", [role_name(other, "reader")])),
         ("forged_tenant_for_gateway", one("select sift._tenant_for('t_gateway') as tenant")),
         # every table, read directly

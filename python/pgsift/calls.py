@@ -7,7 +7,9 @@ value JSON cannot carry); everything about knobs themselves is the database's to
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
@@ -96,6 +98,29 @@ def search_params(collection: Any, query: Any, embedding: Any, top_k: Any, filte
     return {**collection_args(collection), "query_text": check_text(query or "", "query"),
             "query_embedding": None if embedding is None else vector_text(embedding, "query embedding"),
             "match_count": check_top_k(top_k), "filter": filter_json(filter), "knobs": knobs_json(knobs)}
+
+
+def page_params(params: dict[str, Any], cursor: Any) -> dict[str, Any]:
+    """search_params plus the cursor of a paged search (top_k is the page size, 1 to 1,000)."""
+    if not 1 <= params["match_count"] <= 1000:
+        raise InvalidArgument(f"page_size must be between 1 and 1000, got {params['match_count']}")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidArgument("cursor must be the str a previous page gave (Page.cursor)")
+    return {**params, "cursor": cursor}
+
+
+def cursor_kind(cursor: str | None) -> str | None:
+    """Which entry point issued a cursor ("search", or "finalize" for a reranked page), read
+    from its payload; None when it cannot be read (the database then refuses it, SF012)."""
+    if not cursor:
+        return None
+    try:
+        payload = cursor.split(".", 1)[0]
+        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        kind = json.loads(raw).get("k")
+    except (ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def delete_params(collection: str, filter: Any, source_prefix: str | None, delete_all: bool,

@@ -35,6 +35,7 @@ from .models import (
     Explanation,
     Hit,
     Knob,
+    Page,
     Reranked,
     RerankerConfig,
     ResolvedSection,
@@ -338,6 +339,39 @@ class AsyncClient:
         final = await self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, query=query,
                                     **knobs)
         return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
+
+    async def search_page(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
+                          page_size: int = 10, cursor: str | None = None, filter: dict[str, Any] | None = None,
+                          context: Any = None, **knobs: Any) -> Page:
+        """`search` a page at a time (sift.search_page): pages are cut from one ranking of the
+        first page_window hits, so the next page (pass `page.cursor`, with the same collections,
+        query, embedding, filter and knobs) continues this one: no hit twice, none skipped.
+        `page.cursor` is None when no more can be given, and `page.end` says why. With a
+        reranker, each page reranks the window (one call) and sift.finalize_page cuts it. A
+        cursor of another request or tenant, or an altered one, raises InvalidCursor."""
+        params = calls.page_params(self._params(collection, query, embedding, page_size, filter, knobs), cursor)
+        if calls.cursor_kind(cursor) != "finalize":
+            hits: list[Hit] = await self._rows([(q.SEARCH_PAGE, params)], Hit)
+            if not hits or hits[0].reranker is None or not query.strip():
+                return Page.of(hits)
+        window = await self._page_window(params)
+        reranked = await self._rerank({**params, "match_count": window}, query, window, context, None)
+        outcome = reranked.outcome
+        if not reranked.pool:
+            return Page.of([], rerank=outcome)
+        ids = [c.chunk_id for c in reranked.pool]
+        scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
+        page_args = {**params, "chunk_ids": ids, "scores": scores,
+                     "scored_by": outcome.alias if outcome.reranked else None}
+        final: list[Hit] = await self._rows([(q.FINALIZE_PAGE, page_args)], Hit)
+        return Page.of(calls.with_legs(final, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
+
+    async def _page_window(self, params: dict[str, Any]) -> int:
+        names = [params["collection"]] if params["collection"] is not None else params["collections"]
+        async with self.transaction() as conn:
+            row = await (await conn.execute(q.PAGE_WINDOW, {"names": names, "knobs": params["knobs"]},
+                                            prepare=False)).fetchone()
+        return int(row[0]) if row and row[0] is not None else 100
 
     async def rerank(self, collection: str | Sequence[str], query: str, *, embedding: Any = None, top_k: int = 10,
                      filter: dict[str, Any] | None = None, context: Any = None, reranker: str | None = None,

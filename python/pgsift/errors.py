@@ -72,6 +72,11 @@ class SectionNotFound(PgsiftError, LookupError):
     """A chunk asked about has no section to resolve (flat chunking), or is not the tenant's."""
 
 
+class InvalidCursor(PgsiftError, ValueError):
+    """A pagination cursor that is malformed, altered, another tenant's, or of another request
+    (collections, question, vector, filter or knobs differ from its first page's)."""
+
+
 class PermissionDenied(PgsiftError, PermissionError):
     """The database refused: this role lacks the grant, or the row is another tenant's."""
 
@@ -130,6 +135,7 @@ SQLSTATES: dict[str, Code] = {
     "SF009": Code(InvalidKnob, "a knob is unknown, of the wrong type or not settable here"),
     "SF010": Code(TenantError, "no tenant is bound, or the role may not act for that tenant"),
     "SF011": Code(SectionNotFound, "a chunk has no section to resolve, or is not the tenant's"),
+    "SF012": Code(InvalidCursor, "a pagination cursor is malformed, altered, or not this request's"),
     "SFG01": Code(GoldenSetNotFound, "unknown golden set"),
     "23514": Code(InvalidKnob, "check_violation: a knob's domain (named) or a table CHECK"),
     "23505": Code(CollectionExists, "unique_violation: a collection or golden set name is taken"),

@@ -137,6 +137,10 @@ class Hit:
     language_factor: float = 1.0
     lexical_configs: list[str] | None = None
     snippet: str | None = None
+    # search_page: the cursor that continues after this hit (None when nothing follows it in
+    # the window), and on the last hit why nothing does ("exhausted" or "window").
+    cursor: str | None = None
+    cursor_end: str | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
 
@@ -326,6 +330,25 @@ class SearchResult:
 
     def __getitem__(self, i: int) -> Hit:
         return self.hits[i]
+
+
+@dataclass(frozen=True)
+class Page(SearchResult):
+    """One page of search_page: the hits, `cursor` to pass for the next page (None: no more),
+    and `end`, why there are no more: "exhausted" (the legs found nothing further) or "window"
+    (page_window hits were served; raise the knob for more)."""
+
+    cursor: str | None = None
+    end: str | None = None
+
+    @classmethod
+    def of(cls, hits: list[Hit], rerank: Any = None) -> Page:
+        """The page of these hits: its cursor is the one of its last hit by rank (with
+        lost_in_the_middle the last shown is not the last ranked)."""
+        if not hits:
+            return cls(hits, rerank=rerank, end="exhausted")
+        last = max(hits, key=lambda h: (h.rank, h.chunk_id))
+        return cls(hits, rerank=rerank, cursor=last.cursor, end=last.cursor_end)
 
 
 def vector_text(embedding: Any, what: str = "embedding") -> str:

@@ -187,6 +187,16 @@ _SEARCH_ARGS = """
 
 SEARCH = _select(models.Hit, "sift.search", _SEARCH_ARGS)
 
+SEARCH_PAGE = _select(models.Hit, "sift.search_page", """
+    collection => %(collection)s::text,
+    collections => %(collections)s::text[],
+    query_text => %(query_text)s::text,
+    query_embedding => %(query_embedding)s,
+    page_size => %(match_count)s::integer,
+    cursor => %(cursor)s::text,
+    filter => %(filter)s::jsonb,
+    knobs => %(knobs)s::jsonb""")
+
 CANDIDATES = sql.SQL("{} order by fused_rank, chunk_id").format(
     _select(models.Candidate, "sift.candidates", _SEARCH_ARGS))
 
@@ -204,6 +214,25 @@ FINALIZE = _select(models.Hit, "sift.finalize", """
     knobs => %(knobs)s::jsonb,
     scored_by => %(scored_by)s::text,
     query_text => %(query_text)s::text""")
+
+FINALIZE_PAGE = _select(models.Hit, "sift.finalize_page", """
+    collection => %(collection)s::text,
+    collections => %(collections)s::text[],
+    chunk_ids => %(chunk_ids)s::bigint[],
+    scores => %(scores)s::float8[],
+    page_size => %(match_count)s::integer,
+    cursor => %(cursor)s::text,
+    knobs => %(knobs)s::jsonb,
+    scored_by => %(scored_by)s::text,
+    query_text => %(query_text)s::text""")
+
+# The window a paged search ranks (the page_window knob in force, the largest of several
+# collections'): a reranked page reranks that many.
+PAGE_WINDOW = """
+select max((k.value #>> '{}')::integer) from pg_catalog.unnest(%(names)s::text[]) as c(name)
+cross join lateral sift.knobs(collection => c.name, knobs => %(knobs)s::jsonb) k
+where k.name = 'page_window'
+"""
 
 # -- rerankers ------------------------------------------------------------------------------------
 

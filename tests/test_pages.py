@@ -1,0 +1,309 @@
+"""Stable pagination (sift.search_page, sift.finalize_page, Client.search_page).
+
+The oracle: for every knob combination, query shape and sequence of page sizes, the pages
+concatenated (each in rank order) are exactly one sift.search of page_window hits with the
+same arguments, only the last page is short, and it says why nothing follows. Under writes
+between pages no hit comes twice and every hit of the new window is served. Cursors from
+another request, entry point or tenant, or altered, are refused (SF012) and give no rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import random
+
+import numpy as np
+import psycopg
+import pytest
+from conftest import random_documents, unit
+from pgsift import AsyncClient, Chunk, Client, Document, InvalidCursor, rerankers
+from psycopg.types.json import Jsonb
+from rerank_servers import RerankServer, import_providers, loopback_only
+
+DIMS = 8
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+
+KNOB_SETS = [
+    {},
+    {"hybrid": False},
+    {"per_document_cap": 1},
+    {"per_document_cap": None},
+    {"mmr_lambda": 0.5},
+    {"mmr_lambda": 0.3, "per_document_cap": 2},
+    {"lost_in_the_middle": True},
+    {"lost_in_the_middle": True, "mmr_lambda": 0.7},
+    {"parent_return": "parent"},
+    {"parent_return": "auto", "merge_threshold": 0.3},
+    {"neighbours": 1},
+    {"boost": {"pages-b": 2.0}},
+    {"score_threshold": 0.05},
+    {"recency_field": "published", "recency_weight": 0.5},
+    {"dense_weight": 0.9, "rrf_k": 60, "fetch_k": 80},
+    {"one_translation": True, "query_language": "en"},
+    {"snippets": "text"},
+    {"page_window": 17},
+    {"page_window": 17, "per_document_cap": 1, "lost_in_the_middle": True},
+]
+
+
+@pytest.fixture
+def kb(db):
+    """Two collections of the operator's tenant ("default", so plain SQL sees them too), 40 and
+    25 documents of 3 chunks (with sections), dated."""
+    client = Client(db)
+    for name, n in (("pages", 40), ("pages-b", 25)):
+        client.create_collection(name, embedding_dims=DIMS)
+        docs = random_documents(np.random.default_rng(len(name)), n, DIMS, chunks_per_doc=3, words=WORDS,
+                                prefix=name)
+        for i, d in enumerate(docs):
+            d.metadata["published"] = f"2026-{1 + i % 12:02d}-01"
+        client.upsert_documents(name, docs)
+    return client
+
+
+def rows(db, function: str, **args):
+    """Rows of a sift function as dicts, called with named arguments."""
+    names = ", ".join(f"{k} => %({k})s" for k in args)
+    cur = db.cursor(row_factory=psycopg.rows.dict_row)
+    return cur.execute(f"select * from sift.{function}({names})", {
+        k: Jsonb(v) if isinstance(v, dict) else v for k, v in args.items()}).fetchall()
+
+
+def query_args(shape: str, rng: np.random.Generator) -> dict:
+    vec = "[" + ",".join(f"{x:.6f}" for x in unit(rng.normal(size=DIMS))) + "]"
+    text = "alpha bravo delta"
+    return {"text": {"query_text": text}, "vector": {"query_embedding": vec},
+            "both": {"query_text": text, "query_embedding": vec}}[shape]
+
+
+def pages_of(db, where: dict, knobs: dict, sizes: list[int]) -> list[list[dict]]:
+    """Page through sift.search_page with these page sizes (the last repeats) until the end."""
+    pages = []
+    cursor = None
+    for i in itertools.count():
+        size = sizes[min(i, len(sizes) - 1)]
+        page = rows(db, "search_page", **where, page_size=size, cursor=cursor, knobs=knobs)
+        pages.append(page)
+        last = max(page, key=lambda h: (h["rank"], h["chunk_id"]), default=None)
+        if last is None or last["cursor"] is None:
+            return pages
+        cursor = last["cursor"]
+        assert i < 500
+
+
+def litm(m: int) -> list[int]:
+    return [(j + 1) // 2 if j % 2 == 1 else m - j // 2 + 1 for j in range(1, m + 1)]
+
+
+@pytest.mark.parametrize(("shape", "several"), [("both", False), ("text", False), ("vector", False),
+                                               ("both", True)])
+def test_pages_concatenate_to_one_ranking_of_the_window(kb, db, shape, several, figure):
+    rng = np.random.default_rng(7)
+    prng = random.Random(shape + str(several))
+    where = ({"collections": ["pages", "pages-b"]} if several else {"collection": "pages"}) | query_args(shape, rng)
+    cases = pages_checked = 0
+    for knobs in KNOB_SETS:
+        if "boost" in knobs and not several:
+            continue
+        window = knobs.get("page_window", 100)
+        whole = rows(db, "search", **where, match_count=window, knobs=knobs | {"lost_in_the_middle": None})
+        small = [[1], [2, 5]] if window < 100 else []
+        for sizes in (*small, [7], [100], [prng.randrange(1, 25) for _ in range(5)]):
+            pages = pages_of(db, where, knobs, sizes)
+            served = [h for page in pages for h in sorted(page, key=lambda h: h["rank"])]
+            assert [h["chunk_id"] for h in served] == [h["chunk_id"] for h in whole], (knobs, sizes)
+            # recency counts from now(), which moves between statements
+            assert [h["score"] for h in served] == pytest.approx([h["score"] for h in whole], rel=1e-6)
+            assert [h["rank"] for h in served] == list(range(1, len(whole) + 1))
+            for i, page in enumerate(pages[:-1]):                        # only the last page is short
+                assert len(page) == sizes[min(i, len(sizes) - 1)], (knobs, sizes, i)
+                assert all(h["cursor"] for h in page) and not any(h["cursor_end"] for h in page)
+            last = pages[-1]
+            end = "window" if len(whole) >= window else "exhausted"
+            tail = max(last, key=lambda h: h["rank"], default=None)
+            if tail is not None:
+                assert tail["cursor"] is None and tail["cursor_end"] == end
+                assert all(h["cursor"] for h in last if h is not tail)
+            if knobs.get("lost_in_the_middle"):
+                for page in pages:
+                    by_rank = sorted(page, key=lambda h: h["rank"])
+                    assert [h["position"] for h in by_rank] == litm(len(page))
+            else:
+                assert all([h["position"] for h in page] == list(range(1, len(page) + 1)) for page in pages)
+            cases += 1
+            pages_checked += len(pages)
+    figure("pagination oracle cases (knob set x page sizes), each pages == one window", cases)
+    figure("pages checked against the window", pages_checked)
+
+
+def test_a_cursor_continues_after_any_hit_of_a_page(kb, db):
+    whole = rows(db, "search", collection="pages", query_text="alpha echo", match_count=100)
+    page = rows(db, "search_page", collection="pages", query_text="alpha echo", page_size=10)
+    third = sorted(page, key=lambda h: h["rank"])[2]
+    rest = rows(db, "search_page", collection="pages", query_text="alpha echo", page_size=5,
+                cursor=third["cursor"])
+    assert [h["chunk_id"] for h in rest] == [h["chunk_id"] for h in whole[3:8]]
+
+
+def test_window_and_exhausted_say_why_nothing_follows(kb, db):
+    small = pages_of(db, {"collection": "pages", "query_text": "alpha"}, {"page_window": 5}, [2])
+    assert [len(p) for p in small] == [2, 2, 1] and small[-1][0]["cursor_end"] == "window"
+    few = pages_of(db, {"collection": "pages", "query_text": "alpha", "filter": {"n": 3}}, {}, [4])
+    assert few[-1][-1]["cursor_end"] == "exhausted" and sum(map(len, few)) == len(
+        rows(db, "search", collection="pages", query_text="alpha", filter=Jsonb({"n": 3}), match_count=100))
+    assert rows(db, "search_page", collection="pages", query_text="zulu", page_size=3) == []   # no match
+    assert rows(db, "search_page", collection="pages", query_text="?!", page_size=3) == []
+
+
+def test_writes_between_pages_never_repeat_or_skip_a_hit(kb, db, figure):
+    rng = np.random.default_rng(11)
+    query = {"collection": "pages", "query_text": "alpha bravo"}
+    first = rows(db, "search_page", **query, page_size=10)
+    served = {h["chunk_id"] for h in first}
+    cursor = max(first, key=lambda h: h["rank"])["cursor"]
+    # Meanwhile: new documents that match well, one served document and one not yet served deleted.
+    kb.upsert_documents("pages", [Document(source_uri=f"late-{i}", chunks=[
+        Chunk(content="alpha bravo alpha bravo", embedding=unit(rng.normal(size=DIMS)))]) for i in range(5)])
+    whole_before = rows(db, "search", **query, match_count=100)
+    unserved = next(h for h in whole_before if h["chunk_id"] not in served)
+    kb.delete_document("pages", unserved["source_uri"])
+    kb.delete_document("pages", first[0]["source_uri"])
+    gone = {unserved["chunk_id"]}
+    seen = list(served)
+    while cursor:
+        page = rows(db, "search_page", **query, page_size=7, cursor=cursor)
+        seen += [h["chunk_id"] for h in page]
+        cursor = max(page, key=lambda h: h["rank"], default={"cursor": None})["cursor"]
+    assert len(seen) == len(set(seen))                                       # nothing twice
+    now = {h["chunk_id"] for h in rows(db, "search", **query, match_count=100)}
+    assert now - set(seen) == set()                                          # nothing of the window skipped
+    assert not gone & set(seen[len(served):])                                # a deleted chunk is gone
+    late = {r[0] for r in db.execute("select chunk_id from sift.chunks c join sift.documents d using "
+                                     "(document_id) where d.source_uri like 'late-%'").fetchall()}
+    assert late & set(seen[len(served):])                                    # what was written can appear
+    figure("hits paged across concurrent writes, none twice, none of the window skipped", len(seen))
+
+
+@contextlib.contextmanager
+def refused(sqlstate: str):
+    """The statement in the block fails with this SQLSTATE (pgsift's own codes have no class)."""
+    with pytest.raises(psycopg.Error) as caught:
+        yield
+    assert caught.value.sqlstate == sqlstate, caught.value
+
+
+def _flip(text: str, at: int) -> str:
+    return text[:at] + ("A" if text[at] != "A" else "B") + text[at + 1:]
+
+
+def test_foreign_and_altered_cursors_are_refused(kb, db):
+    vec = "[" + ",".join(["0.5"] * DIMS) + "]"
+    base = {"collection": "pages", "query_text": "alpha", "query_embedding": vec}
+    cursor = rows(db, "search_page", **base, page_size=3)[0]["cursor"]
+    payload, mac = cursor.split(".")
+    decoded = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert decoded["t"] == "default" and decoded["k"] == "search" and decoded["w"] == 100
+
+    def forged(**changes) -> str:
+        body = json.dumps(decoded | changes, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(body).decode().rstrip("=") + "." + mac
+
+    bad = {
+        "another question": (base | {"query_text": "bravo"}, cursor),
+        "another vector": (base | {"query_embedding": "[" + ",".join(["0.4"] * DIMS) + "]"}, cursor),
+        "another collection": (base | {"collection": "pages-b"}, cursor),
+        "another filter": (base | {"filter": Jsonb({"n": 1})}, cursor),
+        "other knobs": (base | {"knobs": Jsonb({"mmr_lambda": 0.5})}, cursor),
+        "altered payload": (base, _flip(cursor, 5)),
+        "altered signature": (base, cursor[:-1] + ("0" if cursor[-1] != "0" else "1")),
+        "served list forged": (base, forged(s=[1, 1, 1])),
+        "window forged": (base, forged(w=1000)),
+        "another tenant claimed": (base, forged(t="globex")),
+        "garbage": (base, "not a cursor"),
+        "empty": (base, ""),
+        "dots": (base, "...."),
+        "huge": (base, "A" * 70000 + "." + "0" * 32),
+        "not base64 json": (base, "AAAA." + mac),
+    }
+    for label, (args, c) in bad.items():
+        with refused("SF012"), db.transaction():
+            rows(db, "search_page", **args, page_size=3, cursor=c)
+        assert label
+    with refused("SF012"):   # a search cursor does not continue finalize
+        rows(db, "finalize_page", collection="pages", chunk_ids=[1, 2, 3], cursor=cursor, query_text="alpha")
+    # The same request by another tenant: its own collection of the same name, its own key binding.
+    globex = Client(db, tenant="globex")
+    globex.create_collection("pages", embedding_dims=DIMS)
+    globex.upsert_documents("pages", random_documents(np.random.default_rng(3), 5, DIMS, words=WORDS))
+    with pytest.raises(InvalidCursor, match="not issued to tenant"):
+        globex.search_page("pages", "alpha", embedding=[0.5] * DIMS, page_size=3, cursor=cursor)
+    with pytest.raises(InvalidCursor):
+        kb.search_page("pages", "bravo", embedding=[0.5] * DIMS, page_size=3, cursor=cursor)
+    for size in (0, -1, 1001):
+        with refused("SF003"):
+            rows(db, "search_page", **base, page_size=size)
+
+
+def test_the_client_pages_as_sql_does(kb, db):
+    vec = unit(np.random.default_rng(5).normal(size=DIMS))
+    knobs = {"per_document_cap": 1, "mmr_lambda": 0.6}
+    whole = kb.search("pages", "alpha delta", embedding=vec, top_k=100, **knobs)
+    got = []
+    page = kb.search_page("pages", "alpha delta", embedding=vec, page_size=6, **knobs)
+    while True:
+        got += sorted(page.hits, key=lambda h: h.rank)
+        if page.cursor is None:
+            break
+        page = kb.search_page("pages", "alpha delta", embedding=vec, page_size=6, cursor=page.cursor, **knobs)
+    assert [h.chunk_id for h in got] == [h.chunk_id for h in whole]
+    assert page.end == ("window" if len(whole) >= 100 else "exhausted")
+
+    async def run() -> list[int]:
+        async with await psycopg.AsyncConnection.connect(db.info.dsn, autocommit=True) as conn:
+            client = AsyncClient(conn)
+            out: list[int] = []
+            cursor = None
+            while True:
+                p = await client.search_page("pages", "alpha delta", embedding=vec, page_size=9, cursor=cursor,
+                                             **knobs)
+                out += [h.chunk_id for h in sorted(p.hits, key=lambda h: h.rank)]
+                if p.cursor is None:
+                    return out
+                cursor = p.cursor
+
+    assert asyncio.run(run()) == [h.chunk_id for h in whole]
+    with pytest.raises(InvalidCursor):
+        kb.search_page("pages", "alpha delta", embedding=vec, page_size=6, cursor="x.y")
+
+
+def _text_score(query, documents):
+    return [0.9 if "golf" in d else 0.1 + 0.001 * len(d) for d in documents]
+
+
+def test_reranked_pages_concatenate_to_the_reranked_window(kb, db, monkeypatch):
+    import_providers("httpx")
+    loopback_only(monkeypatch)
+    rerankers.clear_reranker_cache()
+    db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
+    with RerankServer(scorer=_text_score, limits={"max_documents": 32}) as server:
+        kb.register_reranker("tei", "tei", base_url=server.base_url("tei"))
+        kb.alter_collection("pages", reranker="tei", rerank=True, page_window=40)
+        whole = kb.search("pages", "alpha golf", top_k=40, embedding=[0.3] * DIMS, rerank_top_n=40)
+        assert whole.reranked
+        got, page, calls = [], None, 0
+        while page is None or page.cursor is not None:
+            page = kb.search_page("pages", "alpha golf", embedding=[0.3] * DIMS, page_size=15,
+                                  cursor=None if page is None else page.cursor, rerank_top_n=40)
+            calls += 1
+            assert page.reranked and page.rerank.requests == 2          # 40 candidates, 32 a request
+            got += sorted(page.hits, key=lambda h: h.rank)
+        assert [h.chunk_id for h in got] == [h.chunk_id for h in whole]
+        assert all(h.rerank_score is not None for h in got) and calls == 3 and page.end == "window"
+        assert got[0].cursor is not None
+        with refused("SF012"):   # a reranked page's cursor is finalize_page's
+            rows(db, "search_page", collection="pages", query_text="alpha golf", page_size=3, cursor=got[0].cursor)
+    rerankers.clear_reranker_cache()
