@@ -198,7 +198,8 @@ comment on function sift._collections(text, text[]) is
     'their embedding sizes differ.';
 
 
-create or replace function sift._check_vector(col sift.collections, embedding @extschema:vector@.vector, what text)
+create or replace function sift._check_dims(dims integer, distance text, owner text,
+                                           embedding @extschema:vector@.vector, what text)
 returns void
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -207,19 +208,32 @@ begin
     if embedding is null then
         return;
     end if;
-    if @extschema:vector@.vector_dims(embedding) <> col.embedding_dims then
-        raise exception '% has % dimensions; collection "%" expects %',
-            what, @extschema:vector@.vector_dims(embedding), col.name, col.embedding_dims
+    if @extschema:vector@.vector_dims(embedding) <> dims then
+        raise exception '% has % dimensions; % expects %',
+            what, @extschema:vector@.vector_dims(embedding), owner, dims
             using errcode = 'SF002';
     end if;
     -- A zero vector has no direction: its cosine distance to anything is NaN,
     -- so it would rank nowhere (a chunk) or everywhere (a query).
-    if col.distance = 'cosine' and @extschema:vector@.vector_norm(embedding) = 0 then
+    if distance = 'cosine' and @extschema:vector@.vector_norm(embedding) = 0 then
         raise exception '% is a zero vector: its cosine distance to anything is undefined', what
             using errcode = 'SF003',
                   hint = 'embed the text again; a zero vector usually means an empty input or a failed call';
     end if;
 end;
+$$;
+comment on function sift._check_dims(integer, text, text, @extschema:vector@.vector, text) is
+    'Internal: raises SF002 naming both sizes when an embedding does not fit (owner: what expects '
+    'the size), and SF003 for a zero vector under cosine distance.';
+
+
+create or replace function sift._check_vector(col sift.collections, embedding @extschema:vector@.vector, what text)
+returns void
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select sift._check_dims(col.embedding_dims, col.distance, pg_catalog.format('collection "%s"', col.name),
+                            embedding, what)
 $$;
 comment on function sift._check_vector(sift.collections, @extschema:vector@.vector, text) is
     'Internal: raises SF002 naming both sizes when an embedding does not fit the collection, and '
@@ -365,7 +379,24 @@ begin
                       hint = 'cut it into smaller chunks, or raise the collection''s max_chunk_bytes';
         end if;
     end if;
-    perform sift._check_vector(col, new.embedding, format('the embedding of chunk %s', new.ordinal));
+    if tg_op = 'INSERT' or (new.embedding is null) <> (old.embedding is null)
+       or not coalesce(new.embedding operator(@extschema:vector@.=) old.embedding, true) then
+        -- The chunk's own column holds the built-in space's vectors: given when
+        -- that space is the active one, else never (the active space's vectors
+        -- go to sift.chunk_vectors, as sift.write_chunks does).
+        if exists (select 1 from sift.vector_spaces s
+                   where s.collection_id = col.collection_id and s.active and s.builtin) then
+            if new.embedding is null then
+                raise exception 'chunk % of document % has no embedding', new.ordinal, new.document_id
+                    using errcode = 'SF003';
+            end if;
+            perform sift._check_vector(col, new.embedding, format('the embedding of chunk %s', new.ordinal));
+        elsif new.embedding is not null then
+            raise exception 'collection "%" searches an added vector space: write chunks with '
+                            'sift.write_chunks, which stores their vectors there', col.name
+                using errcode = 'SF003';
+        end if;
+    end if;
     -- A chunk's section is one of its own document's (which the caller can see).
     if new.section_id is not null and not exists (
         select 1 from sift.sections s where s.section_id = new.section_id and s.document_id = new.document_id) then

@@ -49,22 +49,30 @@ begin
     if dims is null or dims not between 1 and 2000 or opclass is null then
         raise exception 'no HNSW index for % dimensions and distance %', dims, distance using errcode = 'SF003';
     end if;
-    -- One partial index per (dimension, distance): pgvector needs a fixed
-    -- dimension to index, and the predicate keeps other dimensions out. Looked up
-    -- first, so a second collection of a size prints no "already exists" notice.
-    if pg_catalog.to_regclass(pg_catalog.format('sift.%I', index_name)) is not null then
-        return index_name;
+    -- One partial index per (dimension, distance) on the chunks (the built-in
+    -- spaces) and one on sift.chunk_vectors (the added spaces): pgvector needs a
+    -- fixed dimension to index, and the predicate keeps other dimensions out.
+    -- Looked up first, so a second collection of a size prints no notice.
+    if pg_catalog.to_regclass(pg_catalog.format('sift.%I', index_name)) is null then
+        execute format(
+            'create index if not exists %I on sift.chunks using hnsw '
+            '((embedding::@extschema:vector@.vector(%s)) @extschema:vector@.%s) '
+            'where @extschema:vector@.vector_dims(embedding) = %s',
+            index_name, dims, opclass, dims);
     end if;
-    execute format(
-        'create index if not exists %I on sift.chunks using hnsw '
-        '((embedding::@extschema:vector@.vector(%s)) @extschema:vector@.%s) '
-        'where @extschema:vector@.vector_dims(embedding) = %s',
-        index_name, dims, opclass, dims);
+    if pg_catalog.to_regclass(pg_catalog.format('sift.%I', 'chunk_vectors_hnsw_' || distance || '_' || dims)) is null then
+        execute format(
+            'create index if not exists %I on sift.chunk_vectors using hnsw '
+            '((embedding::@extschema:vector@.vector(%s)) @extschema:vector@.%s) '
+            'where @extschema:vector@.vector_dims(embedding) = %s',
+            'chunk_vectors_hnsw_' || distance || '_' || dims, dims, opclass, dims);
+    end if;
     return index_name;
 end;
 $$;
 comment on function sift._ensure_dense_index(integer, sift.distance) is
-    'Internal, writes: creates the partial HNSW index for one (dimension, distance) if missing. '
+    'Internal, writes: creates the partial HNSW indexes for one (dimension, distance) if missing, '
+    'on sift.chunks and on sift.chunk_vectors. '
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
@@ -368,6 +376,9 @@ as $$
 declare
     n integer := coalesce(cardinality(document_ids), 0);
     written integer;
+    space sift.vector_spaces;
+    ids   bigint[];
+    vecs  text[];
 begin
     -- COPY is refused on a table with row-level security for every role the policies
     -- apply to; this is its equivalent for them: one statement for a batch of chunks,
@@ -383,18 +394,56 @@ begin
         raise exception 'write_chunks: a chunk names a section its document does not have'
             using errcode = 'SF003', hint = 'write the sections first (sift.write_sections)';
     end if;
-    insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding, section_id)
-    select u.d, u.o, u.c, u.x, u.t, u.e::@extschema:vector@.vector,
-           (select s.section_id from sift.sections s where s.document_id = u.d and s.ordinal = u.so)
-    from unnest(document_ids, ordinals, contents, contexts, token_counts, embeddings,
-                coalesce(section_ordinals, pg_catalog.array_fill(null::integer, array[n])))
-         as u(d, o, c, x, t, e, so);
-    get diagnostics written = row_count;
-    return written;
+    -- The vectors are the active space's: with the chunks when it is the
+    -- built-in one, else in sift.chunk_vectors. Taken after this collection's
+    -- writer lock, so a space switch never falls between the two.
+    select s.* into space
+    from sift.vector_spaces s
+    join sift.documents d on d.collection_id = s.collection_id
+    where d.document_id = document_ids[1] and s.active;
+    if space.collection_id is not null then
+        perform pg_catalog.pg_advisory_xact_lock_shared(sift._lists_lock_key(space.collection_id));
+        select s.* into space from sift.vector_spaces s where s.collection_id = space.collection_id and s.active;
+    end if;
+    if space.space_id is null or space.builtin then
+        insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding, section_id)
+        select u.d, u.o, u.c, u.x, u.t, u.e::@extschema:vector@.vector,
+               (select s.section_id from sift.sections s where s.document_id = u.d and s.ordinal = u.so)
+        from unnest(document_ids, ordinals, contents, contexts, token_counts, embeddings,
+                    coalesce(section_ordinals, pg_catalog.array_fill(null::integer, array[n])))
+             as u(d, o, c, x, t, e, so);
+        get diagnostics written = row_count;
+        return written;
+    end if;
+    if exists (select 1 from sift.documents d where d.document_id = any (document_ids)
+               and d.collection_id <> space.collection_id) then
+        raise exception 'write_chunks: one call writes chunks of one collection when it searches an added '
+                        'vector space' using errcode = 'SF003';
+    end if;
+    with written_chunks as (
+        insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding, section_id)
+        select u.d, u.o, u.c, u.x, u.t, null,
+               (select s.section_id from sift.sections s where s.document_id = u.d and s.ordinal = u.so)
+        from unnest(document_ids, ordinals, contents, contexts, token_counts,
+                    coalesce(section_ordinals, pg_catalog.array_fill(null::integer, array[n])))
+             as u(d, o, c, x, t, so)
+        returning chunk_id, document_id, ordinal
+    )
+    select pg_catalog.array_agg(w.chunk_id order by w.chunk_id), pg_catalog.array_agg(u.e order by w.chunk_id)
+    into ids, vecs
+    from written_chunks w
+    join unnest(document_ids, ordinals, embeddings) as u(d, o, e) on u.d = w.document_id and u.o = w.ordinal;
+    -- A statement of its own: its trigger reads the chunks just written.
+    insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, embedding)
+    select space.space_id, u.id, 0, 0, u.e::@extschema:vector@.vector
+    from unnest(ids, vecs) as u(id, e);
+    return coalesce(cardinality(ids), 0);
 end;
 $$;
 comment on function sift.write_chunks(bigint[], integer[], text[], text[], integer[], text[], integer[]) is
     'Inserts a batch of chunks of existing documents (parallel arrays; embeddings as pgvector text, '
     '"[0.1,0.2,...]"; section_ordinals: each chunk''s section, by its place in the document, or '
     'null): the statement a role under row-level security uses where COPY is refused. The '
-    'trigger checks each (dimension, zero vector, size) and fills its lexical columns. Writes.';
+    'trigger checks each (dimension, zero vector, size) and fills its lexical columns. The '
+    'embeddings are the active vector space''s: stored with the chunks for the built-in one, '
+    'in sift.chunk_vectors for an added one. Writes.';

@@ -8,6 +8,16 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
+    -- An update that re-analysed no text (a vector cleared or replaced) leaves
+    -- the statistics and lists as they are.
+    if tg_op = 'UPDATE' then
+        if not exists (select 1 from old_chunks o join new_chunks n on n.chunk_id = o.chunk_id
+                       where o.search_vector is distinct from n.search_vector
+                          or o.lexical_length is distinct from n.lexical_length
+                          or o.collection_id is distinct from n.collection_id) then
+            return null;
+        end if;
+    end if;
     if tg_op in ('DELETE', 'UPDATE') then
         -- (Chunks deleted with their collection leave no statistics to keep.)
         insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted)

@@ -25,12 +25,14 @@ comment on function sift._distance_operator(text) is
     'Internal: the pgvector operator for a distance name.';
 
 
-create or replace function sift._dense_leg_sql(dims integer, distance text, exact boolean, filtered boolean)
+create or replace function sift._dense_leg_sql(dims integer, distance text, exact boolean, filtered boolean,
+                                               added boolean default false)
 returns text
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- $1 query vector, $2 collection ids, $3 metadata filter, $4 n.
+    -- $1 query vector, $2 collection ids, $3 metadata filter, $4 n, $5 the
+    -- space (added: its vectors in sift.chunk_vectors; else the chunks' own).
     -- The HNSW form orders by the indexed expression itself (ordering by a
     -- computed column turns the index into a sequential scan); the exact form
     -- materialises the distances first so no index is used.
@@ -38,9 +40,10 @@ as $$
         $f$
         with m as materialized (
             select c.chunk_id, (c.embedding::@extschema:vector@.vector(%1$s) %2$s $1) as distance
-            from sift.chunks c
+            from %5$s c
             where c.collection_id = any ($2)
               and @extschema:vector@.vector_dims(c.embedding) = %1$s
+              %6$s
               %3$s
             %4$s
         )
@@ -55,15 +58,18 @@ as $$
             'and exists (select 1 from sift.documents d '
             'where d.document_id = c.document_id and d.metadata @> $3)' else '' end,
         case when exact then '' else
-            format('order by c.embedding::@extschema:vector@.vector(%s) %s $1 limit $4', dims, sift._distance_operator(distance)) end)
+            format('order by c.embedding::@extschema:vector@.vector(%s) %s $1 limit $4', dims, sift._distance_operator(distance)) end,
+        case when added then 'sift.chunk_vectors' else 'sift.chunks' end,
+        case when added then 'and c.space_id = $5' else '' end)
 $$;
-comment on function sift._dense_leg_sql(integer, text, boolean, boolean) is
-    'Internal: the dense leg''s statement, exact or through the HNSW index, for EXPLAIN and EXECUTE.';
+comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean) is
+    'Internal: the dense leg''s statement, exact or through the HNSW index, over the chunks'' own '
+    'vectors or an added space''s (sift.chunk_vectors), for EXPLAIN and EXECUTE.';
 
 
 create or replace function sift._dense_leg(
     collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
-    filter jsonb, n integer, exact_search_limit integer)
+    filter jsonb, n integer, exact_search_limit integer, space_id bigint default null)
 returns table (chunk_id bigint, rank integer, distance double precision)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -92,9 +98,9 @@ begin
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
         end if;
         execute format('select array_agg(l.chunk_id order by l.rank), array_agg(l.distance order by l.rank) from (%s) l',
-                       sift._dense_leg_sql(dims, metric, false, filtered))
+                       sift._dense_leg_sql(dims, metric, false, filtered, space_id is not null))
             into ids, dists
-            using query, collection_ids, filter, n;
+            using query, collection_ids, filter, n, space_id;
         perform set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true);
         if iterative then
             perform set_config('hnsw.iterative_scan', coalesce(saved_it, 'off'), true);
@@ -109,11 +115,13 @@ begin
         -- The index walk came back short: answer from an exact scan instead.
     end if;
 
-    return query execute sift._dense_leg_sql(dims, metric, true, filtered)
-        using query, collection_ids, filter, n;
+    return query execute sift._dense_leg_sql(dims, metric, true, filtered, space_id is not null)
+        using query, collection_ids, filter, n, space_id;
 end;
 $$;
-comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer) is
-    'Internal: the top n chunks by vector distance, metadata filter inside the leg; exact for '
+comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer,
+    bigint) is
+    'Internal: the top n chunks by vector distance (space_id: an added space''s vectors; null: '
+    'the chunks'' own), metadata filter inside the leg; exact for '
     'small collections, HNSW with iterative scan otherwise, exact again if the index walk '
     'comes back short.';

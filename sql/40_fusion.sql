@@ -77,16 +77,28 @@ comment on function sift._legs(sift.collections, sift.knob_set, text, boolean) i
 
 
 create or replace function sift._check_query(
-    cols sift.collections[], query_text text, query_embedding @extschema:vector@.vector,
+    cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
     match_count integer, filter jsonb)
 returns void
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    space sift.vector_spaces;
 begin
     -- Checked before anything runs: with nothing to search, a typo must not
-    -- look like an empty answer.
-    perform sift._check_vector(cols[1], query_embedding, 'query_embedding');
+    -- look like an empty answer. The query vector must fit the space each
+    -- collection's dense leg searches (its active one unless dense_space names another).
+    for i in 1 .. coalesce(cardinality(cols), 0) loop
+        if (knobs[i]).dense_space is null then
+            perform sift._check_vector(cols[i], query_embedding, 'query_embedding');
+        elsif query_embedding is not null then
+            space := sift._space(cols[i], (knobs[i]).dense_space);
+            perform sift._check_dims(space.dimensions, space.distance,
+                                     format('vector space "%s" of collection "%s"', space.name, (cols[i]).name),
+                                     query_embedding, 'query_embedding');
+        end if;
+    end loop;
     if match_count is null or match_count not between 0 and 1000 then
         raise exception 'match_count must be between 0 and 1000, got %', match_count
             using errcode = '23514', constraint = 'match_count_valid';
@@ -101,7 +113,8 @@ begin
     end if;
 end;
 $$;
-comment on function sift._check_query(sift.collections[], text, @extschema:vector@.vector, integer, jsonb) is
+comment on function sift._check_query(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector,
+    integer, jsonb) is
     'Internal: the arguments every search entry point shares, checked once (SF002, SF003, 23514).';
 
 
@@ -139,6 +152,7 @@ declare
     ran   text[] := '{}';
     dense_ids   bigint[];
     dense_raw   double precision[];
+    space       sift.vector_spaces;
     lexical_ids bigint[];
     lexical_raw double precision[];
 begin
@@ -150,10 +164,14 @@ begin
     if not ('dense' = any (ran)) then w := 0; end if;
 
     if 'dense' = any (ran) then
+        -- The active space, or the one dense_space names (an added space's
+        -- vectors are in sift.chunk_vectors).
+        space := sift._space(col, knobs.dense_space);
         select array_agg(x.chunk_id order by x.rank), array_agg(x.distance order by x.rank)
         into dense_ids, dense_raw
-        from sift._dense_leg(array[col.collection_id], col.embedding_dims, col.distance,
-                             query_embedding, _pool.filter, n, knobs.exact_search_limit) x;
+        from sift._dense_leg(array[col.collection_id], space.dimensions, space.distance,
+                             query_embedding, _pool.filter, n, knobs.exact_search_limit,
+                             case when space.builtin then null else space.space_id end) x;
     end if;
     if 'lexical' = any (ran) then
         select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank)
@@ -219,7 +237,7 @@ declare
     cols sift.collections[] := sift._collections(candidates.collection, candidates.collections);
     ks   sift.knob_set[] := sift._resolve_all(cols, candidates.knobs);
 begin
-    perform sift._check_query(cols, query_text, query_embedding, match_count, filter);
+    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
     return query select * from sift._candidates(cols, ks, query_text, query_embedding, match_count, filter);
 end;
 $$;

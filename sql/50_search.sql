@@ -20,7 +20,7 @@ declare
     pool   sift.candidate[];
     choice record;
 begin
-    perform sift._check_query(cols, query_text, query_embedding, match_count, filter);
+    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
     pool := array(select c from sift._candidates(cols, ks, query_text, query_embedding, match_count, filter) c
                   order by c.fused_rank);
     choice := sift._reranker_choice(cols, ks);
@@ -69,7 +69,7 @@ declare
     ks   sift.knob_set[] := sift._resolve_all(cols, explain.knobs);
     pool sift.candidate[];
 begin
-    perform sift._check_query(cols, query_text, query_embedding, match_count, filter);
+    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
     if cardinality(explain.chunk_ids) > 1000 then
         raise exception 'chunk_ids has % ids; explain looks at most 1,000 up', cardinality(explain.chunk_ids)
             using errcode = 'SF003';
@@ -100,10 +100,10 @@ begin
         union all
         -- Chunks the caller asked about that no leg retrieved: say why.
         select null::integer, c.chunk_id, c.document_id, (cols[i]).name::text, null::text, null::integer,
-               case (cols[i]).distance
-                   when 'cosine' then c.embedding operator(@extschema:vector@.<=>) explain.query_embedding
-                   when 'l2' then c.embedding operator(@extschema:vector@.<->) explain.query_embedding
-                   else c.embedding operator(@extschema:vector@.<#>) explain.query_embedding end,
+               case sp.distance
+                   when 'cosine' then e.embedding operator(@extschema:vector@.<=>) explain.query_embedding
+                   when 'l2' then e.embedding operator(@extschema:vector@.<->) explain.query_embedding
+                   else e.embedding operator(@extschema:vector@.<#>) explain.query_embedding end,
                null::integer, null::double precision, null::double precision, null::double precision,
                false, 'not_retrieved',
                'not retrieved: outside both legs'' top '
@@ -125,8 +125,14 @@ begin
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary
+        cross join lateral (select (sift._space(cols[i], (ks[i]).dense_space)).*) sp
         join sift.chunks c on c.collection_id = (cols[i]).collection_id
         join sift.documents d on d.document_id = c.document_id
+        -- The chunk's vector in the space the dense leg searched.
+        cross join lateral (select case when sp.builtin then c.embedding
+                                        else (select v.embedding from sift.chunk_vectors v
+                                              where v.space_id = sp.space_id and v.chunk_id = c.chunk_id) end
+                                   as embedding) e
         where c.chunk_id = any (explain.chunk_ids)
           and not exists (select 1 from p where p.chunk_id = c.chunk_id)
     )

@@ -411,9 +411,14 @@ begin
         from unnest(p_score, p_ok) as u(s, ok) where u.ok;
         rel := array(select case when hi > lo then (u.s - lo) / (hi - lo) else 1 end
                      from pg_catalog.unnest(p_score) with ordinality as u(s, i) order by u.i);
-        embs := array(select k.embedding
+        -- Similarity in each chunk's active vector space (an added one's
+        -- vectors are in sift.chunk_vectors).
+        embs := array(select coalesce(v.embedding, k.embedding)
                       from pg_catalog.unnest(p_id) with ordinality as u(id, i)
                       join sift.chunks k on k.chunk_id = u.id
+                      left join sift.vector_spaces s
+                             on s.collection_id = k.collection_id and s.active and not s.builtin
+                      left join sift.chunk_vectors v on v.space_id = s.space_id and v.chunk_id = k.chunk_id
                       order by u.i);
         sim := pg_catalog.array_fill(null::double precision, array[cardinality(p_id)]);
         alive := p_ok;
@@ -646,11 +651,19 @@ as $$
         select (cols[i]).name::text as cname, (knobs[i]).neighbours as n, (knobs[i]).snippets::text as snip,
                (knobs[i]).snippet_words::integer as snip_words, (cols[i]).search_language,
                case when (knobs[i]).snippets is not null and pool is null and query_text is not null
-                    then (select x.lexical_query from sift._legs(cols[i], knobs[i], query_text, false) x) end as q
+                    then (select x.lexical_query from sift._legs(cols[i], knobs[i], query_text, false) x) end as q,
+               -- The space a dense_space knob named, and how many chunks it lacks
+               -- (counted only then: the active space lacks none).
+               sp.name::text as space_name,
+               case when (knobs[i]).dense_space is not null then sift._space_missing(sp) end as space_missing
         from pg_catalog.generate_subscripts(cols, 1) as i
+        left join lateral (select s.* from sift.vector_spaces s
+                           where s.collection_id = (cols[i]).collection_id
+                             and case when (knobs[i]).dense_space is null then s.active
+                                      else s.name = (knobs[i]).dense_space end) sp on true
     ), f as materialized (
         select f.*, k.ordinal, k.content, k.context, k.token_count, k.section_id, c.n, c.snip, c.snip_words,
-               c.search_language, c.q
+               c.search_language, c.q, c.space_name, c.space_missing
         from sift._finalize(cols, knobs, ids, scores, match_count, scored_by, false) f
         cross join lateral (select k.ordinal, k.content, k.context, k.token_count, k.section_id
                             from sift.chunks k where k.chunk_id = f.chunk_id) k
@@ -717,7 +730,9 @@ as $$
            case when f.snip is not null
                 then sift._snippet(coalesce(sift.language_config(f.language), f.search_language), b.txt,
                                    coalesce(p.lexical_query::tsquery, f.q), f.snip, f.snip_words) end,
-           null::text, null::text   -- cursor, cursor_end: sift.search_page's
+           null::text, null::text,   -- cursor, cursor_end: sift.search_page's
+           case when 'dense' = any (p.legs) then f.space_name end,
+           case when 'dense' = any (p.legs) then coalesce(f.space_missing, 0)::integer end
     from f
     join b on b.chunk_id = f.chunk_id
     left join win on win.chunk_id = f.chunk_id

@@ -3,13 +3,14 @@
 -- changes the fusion, the cap and MMR), so pages are never "search again
 -- with an offset". Each page is cut from one ranking of the request's first
 -- page_window hits (lost-in-the-middle applies within each page), and each
--- hit carries a cursor: the request's fingerprint, the window, how many were
--- served and which chunks, signed with sift.cursor_keys' key. The next page
--- is the next page_size hits of that ranking that were not served, so no
--- row comes twice and none is skipped, whatever was written in between
--- (a write re-ranks the window: what it adds can appear on a later page,
--- what it deletes is gone). The ranking is recomputed per page, so paging
--- holds no state and runs on a hot standby.
+-- page's last hit carries a cursor: the request's fingerprint, the window,
+-- how many were served and which chunks, signed with sift.cursor_keys' key
+-- for the tenant. The next page is the next page_size hits of that ranking
+-- that were not served, so no row comes twice and none is skipped, whatever
+-- was written in between (a write re-ranks the window: what it adds can
+-- appear on a later page, what it deletes is gone). The ranking is
+-- recomputed per page, so paging holds no state and runs on a hot standby.
+-- A cursor is opaque, not secret: it carries the chunk ids already served.
 
 
 create or replace function sift._cursor_sign(payload text, acting_role name default current_user)
@@ -45,24 +46,49 @@ comment on function sift._cursor_sign(text, name) is
 
 
 create or replace function sift._request_fingerprint(
-    kind text, cols sift.collections[], query_text text, query_embedding @extschema:vector@.vector,
-    filter jsonb, knobs jsonb)
+    kind text, cols sift.collections[], knobs sift.knob_set[], query_text text,
+    query_embedding @extschema:vector@.vector, filter jsonb)
 returns text
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- What a page must continue: the same entry point, collections, question,
-    -- vector, filter and knobs (the page size may change from page to page).
+    -- What a page must continue: the same entry point, collections, knobs in
+    -- force (0.5 and 0.50, or a default stated, are one request), question,
+    -- vector and filter. The page size may change from page to page.
     select pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.jsonb_build_array(
                kind,
-               (select pg_catalog.array_agg((cols[i]).collection_id order by i)
+               (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array((cols[i]).collection_id,
+                                                                         pg_catalog.to_jsonb(knobs[i]))
+                                            order by (cols[i]).collection_id)
                 from pg_catalog.generate_subscripts(cols, 1) as i),
-               coalesce(query_text, ''), query_embedding::text, coalesce(filter, '{}'::jsonb),
-               coalesce(knobs, '{}'::jsonb))::text, 'UTF8')), 'hex'), 32)
+               coalesce(query_text, ''), query_embedding::text, coalesce(filter, '{}'::jsonb))::text, 'UTF8')),
+           'hex'), 32)
 $$;
-comment on function sift._request_fingerprint(text, sift.collections[], text, @extschema:vector@.vector, jsonb, jsonb) is
-    'Internal: a hash of what a paged request asked (entry point, collections, question, vector, '
-    'filter, knobs), which its cursors carry.';
+comment on function sift._request_fingerprint(text, sift.collections[], sift.knob_set[], text,
+    @extschema:vector@.vector, jsonb) is
+    'Internal: a hash of what a paged request asked (entry point, collections and their knobs in '
+    'force, question, vector, filter), which its cursors carry.';
+
+
+create or replace function sift._seen_runs(seen bigint[])
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Served chunk ids, short: sorted, as runs of consecutive ids ("gap+length"
+    -- in hex, the gap from the previous run's end), so a merged section of 40
+    -- passages is one run.
+    select coalesce(pg_catalog.string_agg(
+               pg_catalog.to_hex(r.lo - coalesce(r.prev, 0))
+               || case when r.hi > r.lo then '+' || pg_catalog.to_hex(r.hi - r.lo) else '' end, '.' order by r.lo), '')
+    from (select g.lo, g.hi, pg_catalog.lag(g.hi) over (order by g.lo) as prev
+          from (select min(x.id) as lo, max(x.id) as hi
+                from (select u.id, u.id - pg_catalog.row_number() over (order by u.id) as grp
+                      from (select distinct v.id from pg_catalog.unnest(seen) as v(id) where v.id > 0) u) x
+                group by x.grp) g) r
+$$;
+comment on function sift._seen_runs(bigint[]) is
+    'Internal: chunk ids as runs of consecutive ids (hex gap, "+" hex length, "." between runs).';
 
 
 create or replace function sift._cursor_encode(kind text, fingerprint text, window_size integer, served integer,
@@ -71,21 +97,16 @@ returns text
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- base64url(payload) "." signature; the served chunk ids go sorted, as
-    -- differences (small numbers), to keep the token short.
+    -- base64url(payload) "." signature (which binds the tenant).
     select p.b64 || '.' || sift._cursor_sign(p.b64)
     from (select pg_catalog.translate(pg_catalog.encode(pg_catalog.convert_to(pg_catalog.jsonb_build_object(
-                     'v', 1, 'k', kind, 't', sift.current_tenant(), 'f', fingerprint, 'w', window_size,
-                     'n', served,
-                     's', coalesce((select pg_catalog.jsonb_agg(d.id - coalesce(d.prev, 0) order by d.id)
-                                    from (select x.id, pg_catalog.lag(x.id) over (order by x.id) as prev
-                                          from (select distinct u.id from pg_catalog.unnest(seen) as u(id)) x) d),
-                                   '[]'::jsonb))::text, 'UTF8'), 'base64'),
+                     'v', 1, 'k', kind, 'f', fingerprint, 'w', window_size, 'n', served,
+                     's', sift._seen_runs(seen))::text, 'UTF8'), 'base64'),
                  E'+/=\n', '-_') as b64) p
 $$;
 comment on function sift._cursor_encode(text, text, integer, integer, bigint[]) is
-    'Internal: a signed cursor: the entry point, tenant, request fingerprint, window, how many '
-    'hits were served and which chunks.';
+    'Internal: a signed cursor: the entry point, request fingerprint, window, how many hits were '
+    'served and which chunks; the signature binds it to the tenant.';
 
 
 create or replace function sift._cursor_decode(cursor text, kind text, fingerprint text,
@@ -97,46 +118,67 @@ declare
     b64     text := pg_catalog.split_part(cursor, '.', 1);
     mac     text := pg_catalog.split_part(cursor, '.', 2);
     payload jsonb;
+    runs    text;
+    los     bigint[];
+    lens    bigint[];
 begin
-    if pg_catalog.length(cursor) > 65536 or b64 = '' or mac = ''
-       or cursor !~ '^[A-Za-z0-9_-]+\.[0-9a-f]{32}$' then
+    if pg_catalog.length(cursor) > 262144 or cursor !~ '^[A-Za-z0-9_-]+\.[0-9a-f]{32}$' then
         raise exception 'the cursor is not one sift.search_page issued' using errcode = 'SF012';
+    end if;
+    if mac <> sift._cursor_sign(b64) then
+        raise exception 'the cursor was altered, or was not issued to tenant "%"', sift.current_tenant()
+            using errcode = 'SF012';
     end if;
     begin
         payload := pg_catalog.convert_from(pg_catalog.decode(
                        pg_catalog.rpad(pg_catalog.translate(b64, '-_', '+/'),
                                        (pg_catalog.length(b64) + 3) / 4 * 4, '='), 'base64'), 'UTF8')::jsonb;
+        runs := payload ->> 's';
+        window_size := (payload ->> 'w')::integer;
+        served := (payload ->> 'n')::integer;
     exception when others then
-        raise exception 'the cursor is not one sift.search_page issued' using errcode = 'SF012';
+        payload := null;
     end;
-    if jsonb_typeof(payload) <> 'object' or payload ->> 't' is distinct from sift.current_tenant() then
-        raise exception 'the cursor was not issued to tenant "%"', sift.current_tenant() using errcode = 'SF012';
-    end if;
-    if mac <> sift._cursor_sign(b64) then
-        raise exception 'the cursor was altered: its signature does not match' using errcode = 'SF012';
+    -- Signed by this database, yet checked as if it were not.
+    if payload is null or jsonb_typeof(payload) <> 'object' or jsonb_typeof(payload -> 's') <> 'string'
+       or window_size is null or window_size not between 1 and 1000 or served is null or served < 0
+       or runs !~ '^([0-9a-f]{1,15}(\+[0-9a-f]{1,15})?(\.[0-9a-f]{1,15}(\+[0-9a-f]{1,15})?)*)?$' then
+        raise exception 'the cursor is not one sift.search_page issued' using errcode = 'SF012';
     end if;
     if payload ->> 'k' is distinct from kind then
         raise exception 'the cursor continues sift.%_page, not sift.%_page', payload ->> 'k', kind
             using errcode = 'SF012';
     end if;
     if payload ->> 'f' is distinct from fingerprint then
-        raise exception 'the cursor belongs to another request: the collections, question, vector, filter '
-                        'and knobs must be those of its first page' using errcode = 'SF012';
+        raise exception 'the cursor belongs to another request: the collections, knobs, question, vector and '
+                        'filter must be those of its first page' using errcode = 'SF012';
     end if;
-    window_size := (payload ->> 'w')::integer;
-    served := (payload ->> 'n')::integer;
-    seen := array(select sum(d.v::bigint) over (order by d.o)
-                  from pg_catalog.jsonb_array_elements_text(payload -> 's') with ordinality as d(v, o)
-                  order by d.o);
+    select pg_catalog.array_agg(r.lo order by r.o), pg_catalog.array_agg(r.len order by r.o)
+    into los, lens
+    from (select x.o, sum(x.gap) over w + coalesce(sum(x.len) over w - x.len, 0) as lo, x.len
+          from (select ('x' || pg_catalog.lpad(pg_catalog.split_part(p.part, '+', 1), 16, '0'))::bit(64)::bigint
+                           as gap,
+                       ('x' || pg_catalog.lpad(coalesce(nullif(pg_catalog.split_part(p.part, '+', 2), ''), '0'),
+                                               16, '0'))::bit(64)::bigint as len,
+                       p.o
+                from pg_catalog.regexp_split_to_table(runs, '\.') with ordinality as p(part, o)
+                where p.part <> '') x
+          window w as (order by x.o)) r;
+    if (select coalesce(sum(u.len + 1), 0) from pg_catalog.unnest(lens) as u(len)) > 1000000 then
+        raise exception 'the cursor is not one sift.search_page issued' using errcode = 'SF012';
+    end if;
+    seen := array(select pg_catalog.generate_series(u.lo, u.lo + u.len)
+                  from unnest(los, lens) as u(lo, len));
 end;
 $$;
 comment on function sift._cursor_decode(text, text, text) is
     'Internal: a cursor''s window, served count and served chunk ids, after checking that it is '
-    'well formed, this tenant''s, unaltered, and of this entry point and request (SF012).';
+    'well formed, signed for this tenant, unaltered, and of this entry point and request (SF012).';
 
 
 create or replace function sift._page(hits sift.hit[], page_size integer, kind text, fingerprint text,
-                                      window_size integer, served integer, seen bigint[], litm boolean)
+                                      window_size integer, served integer, seen bigint[], litm boolean,
+                                      more boolean)
 returns setof sift.hit
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -147,7 +189,6 @@ declare
     h     sift.hit;
     out   sift.hit[] := '{}';
     taken bigint[] := coalesce(seen, '{}');
-    ends  text := case when coalesce(cardinality(hits), 0) >= window_size then 'window' else 'exhausted' end;
 begin
     -- The window's hits in rank order that were not served (a merged section
     -- counts as served when any of its passages was).
@@ -160,20 +201,21 @@ begin
         h.position := case when not litm then j
                            when j % 2 = 1 then (j + 1) / 2
                            else m - j / 2 + 1 end;
-        if j < cardinality(fresh) then
+        -- The page's last hit says how to go on, or why nothing follows.
+        if j = m and j < cardinality(fresh) then
             h.cursor := sift._cursor_encode(kind, fingerprint, window_size, served + j, taken);
-        else
-            h.cursor_end := ends;
+        elsif j = m then
+            h.cursor_end := case when more then 'window' else 'exhausted' end;
         end if;
         out := out || h;
     end loop;
     return query select x.* from pg_catalog.unnest(out) as x order by x.position, x.chunk_id;
 end;
 $$;
-comment on function sift._page(sift.hit[], integer, text, text, integer, integer, bigint[], boolean) is
-    'Internal: one page of a window''s ranking: the next page_size hits not yet served, each with '
-    'the cursor that continues after it (null on the last one, whose cursor_end says why: '
-    'exhausted, or window when page_window hits were served).';
+comment on function sift._page(sift.hit[], integer, text, text, integer, integer, bigint[], boolean, boolean) is
+    'Internal: one page of a window''s ranking: the next page_size hits not yet served; the last by '
+    'rank carries the cursor that continues after it, or, when none follows, cursor_end: window '
+    '(more could be ranked past page_window) or exhausted.';
 
 
 create or replace function sift.search_page(
@@ -195,13 +237,14 @@ declare
     -- The window is ranked in rank order; lost-in-the-middle orders each page.
     ks     sift.knob_set[] := sift._resolve_all(cols, coalesce(search_page.knobs, '{}'::jsonb)
                                                       || '{"lost_in_the_middle": null}'::jsonb);
-    fp     text := sift._request_fingerprint('search', cols, search_page.query_text, search_page.query_embedding,
-                                             search_page.filter, search_page.knobs);
+    fp     text := sift._request_fingerprint('search', cols, asked, search_page.query_text,
+                                             search_page.query_embedding, search_page.filter);
     w      integer := (select max((asked[i]).page_window) from generate_subscripts(asked, 1) as i);
     served integer := 0;
     seen   bigint[] := '{}';
     pool   sift.candidate[];
     choice record;
+    more   boolean;
 begin
     if page_size is null or page_size not between 1 and 1000 then
         raise exception 'page_size must be between 1 and 1000, got %', page_size using errcode = 'SF003';
@@ -210,10 +253,16 @@ begin
         select d.window_size, d.served, d.seen into w, served, seen
         from sift._cursor_decode(search_page.cursor, 'search', fp) d;
     end if;
-    perform sift._check_query(cols, query_text, query_embedding, w, filter);
+    perform sift._check_query(cols, ks, query_text, query_embedding, w, filter);
     pool := array(select c from sift._candidates(cols, ks, query_text, query_embedding, w, filter) c
                   order by c.fused_rank);
     choice := sift._reranker_choice(cols, ks);
+    -- More could be ranked past the window when the pool is larger than it, or
+    -- a leg came back full (it stopped at its limit, not at its last match).
+    more := coalesce(cardinality(pool), 0) > w or exists (
+        select 1 from unnest(pool) c
+        join generate_subscripts(cols, 1) as i on (cols[i]).name = c.collection_name
+        where c.dense_rank >= greatest((ks[i]).fetch_k, w) or c.lexical_rank >= greatest((ks[i]).fetch_k, w));
     return query
     select * from sift._page(
         array(select h from sift._hits(cols, ks, pool,
@@ -221,31 +270,36 @@ begin
                                        array(select c.score from unnest(pool) c order by c.fused_rank),
                                        w, null, choice.alias, choice.refused, search_page.query_text) h),
         page_size, 'search', fp, w, served, seen,
-        coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false));
+        coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false),
+        more);
 end;
 $$;
 comment on function sift.search_page(text, text, @extschema:vector@.vector, integer, text, jsonb, jsonb, text[]) is
     'sift.search a page at a time. The pages are cut from one ranking of the first page_window '
     'hits (a knob, default 100) with the same arguments, so page 2 continues page 1: no row twice, '
-    'none skipped, and only the last page is short. Every hit carries cursor: pass it (with the '
-    'same collections, question, vector, filter and knobs; page_size may change) to get the hits '
-    'after it. The last hit''s cursor is null and cursor_end says why: exhausted (the legs found '
-    'no more) or window (page_window hits were served; raise it for more). A cursor of another '
-    'request, entry point or tenant, or an altered one, is SF012. Between pages the window is '
-    'ranked afresh: a chunk written meanwhile can appear on a later page, a deleted one does not, '
-    'and a served one never comes back. lost_in_the_middle orders each page. Read-only.';
+    'none skipped, and only the last page is short. The page''s last hit (by rank) carries cursor: '
+    'pass it (with the same collections, knobs, question, vector and filter; page_size may change) '
+    'for the hits after it. When none follows, cursor is null and cursor_end says why: exhausted '
+    '(nothing more matches) or window (page_window hits were ranked; raise it for more); no row '
+    'means nothing was left. A cursor of another request, entry point or tenant, or an altered '
+    'one, is SF012. Between pages the window is ranked afresh: a chunk written meanwhile can '
+    'appear on a later page, a deleted one does not, and a served one never comes back. '
+    'lost_in_the_middle orders each page. A page costs a search of page_window hits. Read-only.';
 
 
 create or replace function sift.finalize_page(
-    collection  text default null,
-    chunk_ids   bigint[] default null,
-    scores      double precision[] default null,
-    page_size   integer default 10,
-    cursor      text default null,
-    knobs       jsonb default '{}',
-    collections text[] default null,
-    scored_by   text default null,
-    query_text  text default null)
+    collection      text default null,
+    chunk_ids       bigint[] default null,
+    scores          double precision[] default null,
+    page_size       integer default 10,
+    cursor          text default null,
+    knobs           jsonb default '{}',
+    collections     text[] default null,
+    scored_by       text default null,
+    query_text      text default null,
+    query_embedding @extschema:vector@.vector default null,
+    filter          jsonb default null,
+    more            boolean default null)
 returns setof sift.hit
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -256,8 +310,8 @@ declare
     asked  sift.knob_set[] := sift._resolve_all(cols, finalize_page.knobs);
     ks     sift.knob_set[] := sift._resolve_all(cols, coalesce(finalize_page.knobs, '{}'::jsonb)
                                                       || '{"lost_in_the_middle": null}'::jsonb);
-    fp     text := sift._request_fingerprint('finalize', cols, finalize_page.query_text, null, null,
-                                             finalize_page.knobs);
+    fp     text := sift._request_fingerprint('finalize', cols, asked, finalize_page.query_text,
+                                             finalize_page.query_embedding, finalize_page.filter);
     w      integer := (select max((asked[i]).page_window) from generate_subscripts(asked, 1) as i);
     served integer := 0;
     seen   bigint[] := '{}';
@@ -276,11 +330,15 @@ begin
         array(select h from sift._hits(cols, ks, null, pool.ids, pool.base, w, scored_by, null, null,
                                        finalize_page.query_text) h),
         page_size, 'finalize', fp, w, served, seen,
-        coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false));
+        coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false),
+        coalesce(finalize_page.more, false) or coalesce(cardinality(pool.ids), 0) > w);
 end;
 $$;
-comment on function sift.finalize_page(text, bigint[], double precision[], integer, text, jsonb, text[], text, text) is
-    'sift.finalize a page at a time, as sift.search_page pages sift.search: a reranked pool''s '
-    'pages (the Python client reranks the window for each page and passes the same question). '
-    'The cursor binds the collections, knobs and question; the pool is the caller''s. SF012 for '
-    'a cursor of another request, entry point or tenant, or an altered one. Read-only.';
+comment on function sift.finalize_page(text, bigint[], double precision[], integer, text, jsonb, text[], text, text,
+    @extschema:vector@.vector, jsonb, boolean) is
+    'sift.finalize a page at a time, as sift.search_page pages sift.search: a pool you scored '
+    '(the Python client reranks the window for each page). The cursor binds the collections, '
+    'knobs, question, and the query_embedding and filter the pool was retrieved with (pass them, '
+    'or leave both null on every page); the pool is the caller''s, and cursor_end is window when '
+    'it holds more than page_window chunks or more says its retrieval went on past it. SF012 for a cursor of another request, entry point or '
+    'tenant, or an altered one. Read-only.';

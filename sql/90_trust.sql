@@ -74,6 +74,12 @@ select sift._ensure_policy('sift.chunks', 'tenant_rows',
 select sift._ensure_policy('sift.collection_configs', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.vector_spaces', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.chunk_vectors', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
 select sift._ensure_policy('sift.sections', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
@@ -133,6 +139,7 @@ revoke execute on function sift._ensure_dense_index(integer, sift.distance) from
 grant execute on function sift._ensure_dense_index(integer, sift.distance) to sift_admin;
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
+    sift.vector_spaces, sift.chunk_vectors,
     sift.language_configs, sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs,
@@ -146,13 +153,14 @@ grant insert on sift.rerank_usage to sift_reader;
 grant select on sift.tenant_roles to sift_gateway;
 
 grant insert, update, delete on sift.documents, sift.chunks, sift.sections, sift.collection_configs,
+    sift.chunk_vectors,
     sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs
     to sift_writer;
 grant select, insert, update, delete on sift.list_build_plan, sift.list_build_entries to sift_writer;
 
-grant insert, update, delete on sift.collections, sift.rerankers to sift_admin;
+grant insert, update, delete on sift.collections, sift.rerankers, sift.vector_spaces to sift_admin;
 
 do $maintain$
 begin

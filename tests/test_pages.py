@@ -106,6 +106,7 @@ def test_pages_concatenate_to_one_ranking_of_the_window(kb, db, shape, several, 
     prng = random.Random(shape + str(several))
     where = ({"collections": ["pages", "pages-b"]} if several else {"collection": "pages"}) | query_args(shape, rng)
     cases = pages_checked = 0
+    ends: dict[str, int] = {}
     for knobs in KNOB_SETS:
         if "boost" in knobs and not several:
             continue
@@ -119,15 +120,19 @@ def test_pages_concatenate_to_one_ranking_of_the_window(kb, db, shape, several, 
             # recency counts from now(), which moves between statements
             assert [h["score"] for h in served] == pytest.approx([h["score"] for h in whole], rel=1e-6)
             assert [h["rank"] for h in served] == list(range(1, len(whole) + 1))
-            for i, page in enumerate(pages[:-1]):                        # only the last page is short
-                assert len(page) == sizes[min(i, len(sizes) - 1)], (knobs, sizes, i)
-                assert all(h["cursor"] for h in page) and not any(h["cursor_end"] for h in page)
-            last = pages[-1]
-            end = "window" if len(whole) >= window else "exhausted"
-            tail = max(last, key=lambda h: h["rank"], default=None)
+            for i, page in enumerate(pages):
+                if page is not pages[-1]:                                # only the last page is short
+                    assert len(page) == sizes[min(i, len(sizes) - 1)], (knobs, sizes, i)
+                tail = max(page, key=lambda h: h["rank"], default=None)  # the last by rank says how to go on
+                assert all(h["cursor"] is None and h["cursor_end"] is None for h in page if h is not tail)
+                if tail is not None and page is not pages[-1]:
+                    assert tail["cursor"] and tail["cursor_end"] is None
+            tail = max(pages[-1], key=lambda h: h["rank"], default=None)
             if tail is not None:
-                assert tail["cursor"] is None and tail["cursor_end"] == end
-                assert all(h["cursor"] for h in last if h is not tail)
+                assert tail["cursor"] is None and tail["cursor_end"] in ("window", "exhausted")
+                if len(whole) >= window:
+                    assert tail["cursor_end"] == "window"
+            ends[tail["cursor_end"] if tail else "empty"] = ends.get(tail["cursor_end"] if tail else "empty", 0) + 1
             if knobs.get("lost_in_the_middle"):
                 for page in pages:
                     by_rank = sorted(page, key=lambda h: h["rank"])
@@ -140,18 +145,54 @@ def test_pages_concatenate_to_one_ranking_of_the_window(kb, db, shape, several, 
     figure("pages checked against the window", pages_checked)
 
 
-def test_a_cursor_continues_after_any_hit_of_a_page(kb, db):
-    whole = rows(db, "search", collection="pages", query_text="alpha echo", match_count=100)
-    page = rows(db, "search_page", collection="pages", query_text="alpha echo", page_size=10)
-    third = sorted(page, key=lambda h: h["rank"])[2]
-    rest = rows(db, "search_page", collection="pages", query_text="alpha echo", page_size=5,
-                cursor=third["cursor"])
-    assert [h["chunk_id"] for h in rest] == [h["chunk_id"] for h in whole[3:8]]
+def test_the_same_request_said_another_way_continues(kb, db):
+    vec = "[" + ",".join(["0.5"] * DIMS) + "]"
+    base = {"collections": ["pages", "pages-b"], "query_text": "alpha", "query_embedding": vec}
+    page = rows(db, "search_page", **base, page_size=4, knobs={"mmr_lambda": 0.5})
+    cursor = max(page, key=lambda h: h["rank"])["cursor"]
+    whole = rows(db, "search", **base, match_count=100, knobs={"mmr_lambda": 0.5})
+    for same in ({"knobs": {"mmr_lambda": 0.50}}, {"knobs": {"mmr_lambda": 0.5, "rrf_k": 3}},
+                 {"collections": ["pages-b", "pages"], "knobs": {"mmr_lambda": 0.5}}):
+        nxt = rows(db, "search_page", **(base | same), page_size=4, cursor=cursor)
+        assert [h["chunk_id"] for h in sorted(nxt, key=lambda h: h["rank"])] == [h["chunk_id"] for h in whole[4:8]]
+
+
+def test_served_chunk_ids_travel_short_and_whole(db):
+    rng = random.Random(5)
+    for _ in range(40):
+        ids = sorted(set(rng.sample(range(1, 10**12), rng.randrange(0, 30)) +
+                         [x for lo in rng.sample(range(1, 10**6), 3) for x in range(lo, lo + rng.randrange(1, 50))]))
+        runs = db.execute("select sift._seen_runs(%s::bigint[])", [ids]).fetchone()[0]
+        cursor = db.execute("select sift._cursor_encode('search', 'f', 100, 3, %s::bigint[])", [ids]).fetchone()[0]
+        back = db.execute("select seen from sift._cursor_decode(%s, 'search', 'f')", [cursor]).fetchone()[0]
+        assert back == ids and len(runs) < 20 * (1 + len(ids))
+    long = db.execute("select sift._cursor_encode('search', 'f', 1000, 20000, "
+                      "array(select generate_series(1000000, 1019999))::bigint[])").fetchone()[0]
+    assert len(long) < 200          # 20,000 consecutive ids: one run
+
+
+def test_a_signed_cursor_is_still_checked(db):
+    """The signer signs for the caller's own tenant; what it signs is checked all the same."""
+    def signed(payload: dict) -> str:
+        body = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+        return body + "." + db.execute("select sift._cursor_sign(%s)", [body]).fetchone()[0]
+
+    good = {"v": 1, "k": "search", "f": "f", "w": 100, "n": 3, "s": "a+2"}
+    assert db.execute("select seen from sift._cursor_decode(%s, 'search', 'f')",
+                      [signed(good)]).fetchone()[0] == [10, 11, 12]
+    for bad in ({"s": [1.5]}, {"s": "xyz"}, {"w": "x"}, {"w": None}, {"w": 5000}, {"n": -1},
+                {"s": "f" * 16}, {"s": "1+fffff"}):
+        with refused("SF012"), db.transaction():
+            db.execute("select * from sift._cursor_decode(%s, 'search', 'f')", [signed(good | bad)])
 
 
 def test_window_and_exhausted_say_why_nothing_follows(kb, db):
     small = pages_of(db, {"collection": "pages", "query_text": "alpha"}, {"page_window": 5}, [2])
     assert [len(p) for p in small] == [2, 2, 1] and small[-1][0]["cursor_end"] == "window"
+    # as many hits as the legs found: nothing more to rank, whatever the window
+    found = len(rows(db, "search", collection="pages", query_text="golf", match_count=1000, knobs={"fetch_k": 1000}))
+    exact = pages_of(db, {"collection": "pages", "query_text": "golf"}, {"page_window": found, "fetch_k": 1000}, [50])
+    assert sum(map(len, exact)) == found and max(exact[-1], key=lambda h: h["rank"])["cursor_end"] == "exhausted"
     few = pages_of(db, {"collection": "pages", "query_text": "alpha", "filter": {"n": 3}}, {}, [4])
     assert few[-1][-1]["cursor_end"] == "exhausted" and sum(map(len, few)) == len(
         rows(db, "search", collection="pages", query_text="alpha", filter=Jsonb({"n": 3}), match_count=100))
@@ -203,10 +244,10 @@ def _flip(text: str, at: int) -> str:
 def test_foreign_and_altered_cursors_are_refused(kb, db):
     vec = "[" + ",".join(["0.5"] * DIMS) + "]"
     base = {"collection": "pages", "query_text": "alpha", "query_embedding": vec}
-    cursor = rows(db, "search_page", **base, page_size=3)[0]["cursor"]
+    cursor = max(rows(db, "search_page", **base, page_size=3), key=lambda h: h["rank"])["cursor"]
     payload, mac = cursor.split(".")
     decoded = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    assert decoded["t"] == "default" and decoded["k"] == "search" and decoded["w"] == 100
+    assert decoded["k"] == "search" and decoded["w"] == 100 and "t" not in decoded   # no tenant name in it
 
     def forged(**changes) -> str:
         body = json.dumps(decoded | changes, separators=(",", ":")).encode()
@@ -235,6 +276,14 @@ def test_foreign_and_altered_cursors_are_refused(kb, db):
         assert label
     with refused("SF012"):   # a search cursor does not continue finalize
         rows(db, "finalize_page", collection="pages", chunk_ids=[1, 2, 3], cursor=cursor, query_text="alpha")
+    ids = [r[0] for r in db.execute("select chunk_id from sift.chunks order by chunk_id limit 30").fetchall()]
+    fcur = max(rows(db, "finalize_page", collection="pages", chunk_ids=ids, page_size=3, query_text="alpha",
+                    query_embedding=vec, filter=Jsonb({})), key=lambda h: h["rank"])["cursor"]
+    for other in ({"query_embedding": "[" + ",".join(["-0.5"] * DIMS) + "]"}, {"filter": Jsonb({"n": 1})}):
+        with refused("SF012"), db.transaction():   # the pool's vector and filter are the request's too
+            rows(db, "finalize_page", **({"collection": "pages", "chunk_ids": ids, "page_size": 3,
+                                          "query_text": "alpha", "query_embedding": vec, "filter": Jsonb({})}
+                                         | other), cursor=fcur)
     # The same request by another tenant: its own collection of the same name, its own key binding.
     globex = Client(db, tenant="globex")
     globex.create_collection("pages", embedding_dims=DIMS)
@@ -294,16 +343,38 @@ def test_reranked_pages_concatenate_to_the_reranked_window(kb, db, monkeypatch):
         kb.alter_collection("pages", reranker="tei", rerank=True, page_window=40)
         whole = kb.search("pages", "alpha golf", top_k=40, embedding=[0.3] * DIMS, rerank_top_n=40)
         assert whole.reranked
-        got, page, calls = [], None, 0
+        got, page, calls, first_cursor = [], None, 0, None
         while page is None or page.cursor is not None:
             page = kb.search_page("pages", "alpha golf", embedding=[0.3] * DIMS, page_size=15,
                                   cursor=None if page is None else page.cursor, rerank_top_n=40)
             calls += 1
+            first_cursor = first_cursor or page.cursor
             assert page.reranked and page.rerank.requests == 2          # 40 candidates, 32 a request
             got += sorted(page.hits, key=lambda h: h.rank)
         assert [h.chunk_id for h in got] == [h.chunk_id for h in whole]
         assert all(h.rerank_score is not None for h in got) and calls == 3 and page.end == "window"
-        assert got[0].cursor is not None
+        assert first_cursor is not None
         with refused("SF012"):   # a reranked page's cursor is finalize_page's
-            rows(db, "search_page", collection="pages", query_text="alpha golf", page_size=3, cursor=got[0].cursor)
+            rows(db, "search_page", collection="pages", query_text="alpha golf", page_size=3, cursor=first_cursor)
+    rerankers.clear_reranker_cache()
+
+
+def test_a_later_page_that_falls_back_never_repeats_a_hit(kb, db, monkeypatch):
+    import_providers("httpx")
+    loopback_only(monkeypatch)
+    rerankers.clear_reranker_cache()
+    db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
+    with RerankServer(scorer=_text_score, fault="500", fail_after=1) as server:
+        kb.register_reranker("tei", "tei", base_url=server.base_url("tei"), max_attempts=1)
+        kb.alter_collection("pages", reranker="tei", rerank=True, page_window=30)
+        window = {h.chunk_id for h in kb.search("pages", "alpha golf", top_k=30, embedding=[0.3] * DIMS,
+                                                rerank=False)}
+        pages = [kb.search_page("pages", "alpha golf", embedding=[0.3] * DIMS, page_size=12)]
+        while pages[-1].cursor is not None:
+            pages.append(kb.search_page("pages", "alpha golf", embedding=[0.3] * DIMS, page_size=12,
+                                        cursor=pages[-1].cursor))
+    served = [h.chunk_id for p in pages for h in p]
+    assert pages[0].reranked and not pages[1].reranked and pages[1].rerank.fault == "server_error"
+    assert len(served) == len(set(served)) and set(served) == window      # once each, the same window
+    assert [len(p) for p in pages] == [12, 12, 6] and pages[-1].end == "window"
     rerankers.clear_reranker_cache()

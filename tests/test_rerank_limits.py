@@ -89,6 +89,23 @@ def test_a_long_query_loses_its_oldest_conversation_first():
     assert estimate_tokens(b.query, 3) <= 30 and query.endswith(b.query)
 
 
+def test_a_long_conversation_leaves_documents_room_in_a_small_pair():
+    """TEI's shipped row has no query limit and a 512-token pair: the query takes at most half."""
+    query = "user: " + "we talked about many things " * 60 + "\n\nhow long do refunds take?"
+    docs = ["refund policy: " + "details " * 300 for _ in range(5)]
+    b = plan_batches(query, docs, RerankLimits(max_documents=32, max_pair_tokens=512))
+    assert b.query_clipped and estimate_tokens(b.query, 3) <= 256 and b.query.endswith("refunds take?")
+    assert all(estimate_tokens(d, 3) >= 200 for d in b.docs)
+
+
+def test_candidates_left_unsent_keep_a_calibrated_threshold_off():
+    docs = scored_docs(100)
+    with RerankServer(scorer=text_scorer) as server:
+        outcome = rerankers.rerank_pool(reranker_for("tei", server), "refunds", None, docs,
+                                        limits=RerankLimits(max_documents=10, max_requests=2))
+    assert outcome.reranked and outcome.not_sent == 80 and not outcome.complete
+
+
 @pytest.mark.parametrize("seed", range(300))
 def test_requests_fit_the_limits_and_cover_a_prefix_of_the_pool(seed):
     rng = random.Random(seed)

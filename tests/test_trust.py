@@ -44,7 +44,8 @@ OWNED = {
                         "(select golden_set_id from sift.golden_sets where collection_id in "
                         "(select collection_id from sift.collections where tenant = %(t)s)))",
 }
-BY_COLLECTION = ("documents", "chunks", "sections", "collection_lexical_stats", "term_df", "term_df_pending",
+BY_COLLECTION = ("documents", "chunks", "sections", "vector_spaces", "chunk_vectors", "collection_lexical_stats",
+                 "term_df", "term_df_pending",
                  "term_lists", "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets",
                  "eval_runs")
 for _table in BY_COLLECTION:
@@ -67,6 +68,10 @@ def tenants(db):
             client.create_collection(name, embedding_dims=DIMS, dense_weight=0.3 + 0.1 * t_i)
             client.upsert_documents(name, random_documents(np.random.default_rng(t_i), 30, DIMS,
                                                            prefix=f"{tenant}-{name}"))
+        # An added vector space, half filled: vectors of every tenant to reach for.
+        client.add_vector_space("docs", "alt", dimensions=DIMS)
+        todo = client.missing_space_vectors("docs", "alt", limit=30)
+        client.write_space_vectors("docs", "alt", [t[0] for t in todo], [np.ones(DIMS)] * len(todo))
         with client.transaction() as conn:
             conn.execute("select sift.refresh_lexical_stats('docs', min_df => 2, list_size => 5)")
             conn.execute("select sift.register_reranker('rr', 'tei', base_url => 'http://127.0.0.1:9/', "
@@ -181,6 +186,20 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("resolve_sections_own", rows("select * from sift.resolve_sections(%s, skip_missing => true)", [chunk_ids])),
         ("finalize_foreign", rows("select * from sift.finalize(%s, %s)", [name, chunk_ids])),
         ("knobs", rows("select * from sift.knobs(%s)", [name])),
+        ("vector_space_status", rows("select * from sift.vector_space_status(%s)", [name])),
+        ("missing_space_vectors", rows("select * from sift.missing_space_vectors(%s, 'alt')", [name])),
+        ("add_vector_space", one("select * from sift.add_vector_space(%s, 'planted', 8)", [name])),
+        ("write_space_vectors", one("select sift.write_space_vectors(%s, 'alt', %s, %s)",
+                                    [name, chunk_ids[:1], [vec]])),
+        ("write_space_vectors_own", one("select sift.write_space_vectors('docs', 'alt', %s, %s)",
+                                        [chunk_ids[:2], [vec, vec]])),
+        ("switch_vector_space", one("select * from sift.switch_vector_space(%s, 'alt')", [name])),
+        ("drop_vector_space", one("select sift.drop_vector_space(%s, 'alt')", [name])),
+        ("search_foreign_space", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector, "
+                                      "knobs => '{\"dense_space\": \"alt\"}')", [name, vec])),
+        ("insert chunk vector", one("insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, "
+                                    "embedding) values ((select min(space_id) from sift.vector_spaces), %s, 0, 0, "
+                                    "%s::text::public.vector) returning chunk_id", [chunk_ids[0], vec])),
         ("collection_info", rows("select * from sift.collection_info(%s)", [name])),
         ("collection_info_all", rows("select * from sift.collection_info()")),
         ("rerank_texts", rows("select * from sift.rerank_texts(%s)", [chunk_ids])),

@@ -31,6 +31,8 @@ from .errors import (
     RerankerNotAllowed,
     SectionNotFound,
     ServerUnavailable,
+    SpaceIncomplete,
+    SpaceNotFound,
     TenantError,
     UnknownLanguage,
 )
@@ -46,11 +48,13 @@ from .models import (
     Hit,
     Knob,
     Page,
+    ReembedReport,
     Reranked,
     RerankerConfig,
     ResolvedSection,
     SearchResult,
     Section,
+    VectorSpace,
 )
 
 try:
@@ -63,8 +67,8 @@ __all__ = [
     "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "EvaluationUnavailable",
     "Explanation", "GoldenSetExists", "GoldenSetNotFound", "Hit", "ImmutableChunk", "IncompatibleCollections",
     "InvalidArgument", "InvalidCursor", "InvalidKnob", "Knob", "MigrationError", "Page", "PermissionDenied",
-    "PgsiftError", "ReadOnlyDatabase",
-    "Reranked", "RerankerConfig", "RerankerNotAllowed", "ResolvedSection", "SearchResult", "Section",
-    "SectionNotFound", "ServerUnavailable", "TenantError",
-    "UnknownLanguage", "amigrate", "install_script", "migrate", "rerankers",
+    "PgsiftError", "ReadOnlyDatabase", "ReembedReport", "Reranked", "RerankerConfig", "RerankerNotAllowed",
+    "ResolvedSection", "SearchResult", "Section", "SectionNotFound", "ServerUnavailable", "SpaceIncomplete",
+    "SpaceNotFound", "TenantError", "UnknownLanguage", "VectorSpace", "amigrate", "install_script", "migrate",
+    "rerankers",
 ]

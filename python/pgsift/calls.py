@@ -109,18 +109,29 @@ def page_params(params: dict[str, Any], cursor: Any) -> dict[str, Any]:
     return {**params, "cursor": cursor}
 
 
-def cursor_kind(cursor: str | None) -> str | None:
-    """Which entry point issued a cursor ("search", or "finalize" for a reranked page), read
-    from its payload; None when it cannot be read (the database then refuses it, SF012)."""
+def _cursor_payload(cursor: str | None) -> dict[str, Any]:
+    """A cursor's payload, read without checking it (the database checks it), or {}."""
     if not cursor:
-        return None
+        return {}
     try:
         payload = cursor.split(".", 1)[0]
-        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-        kind = json.loads(raw).get("k")
+        data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     except (ValueError, AttributeError):
-        return None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def cursor_kind(cursor: str | None) -> str | None:
+    """Which entry point issued a cursor ("search", or "finalize" for a reranked page); None
+    when it cannot be read (the database then refuses it, SF012)."""
+    kind = _cursor_payload(cursor).get("k")
     return kind if isinstance(kind, str) else None
+
+
+def cursor_window(cursor: str | None) -> int | None:
+    """The window a cursor's pages are cut from (a reranked page reranks that many)."""
+    window = _cursor_payload(cursor).get("w")
+    return window if isinstance(window, int) and 1 <= window <= 1000 else None
 
 
 def delete_params(collection: str, filter: Any, source_prefix: str | None, delete_all: bool,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from psycopg.rows import class_row
 
 from . import calls
 from . import queries as q
-from .errors import InvalidArgument, translate
+from .errors import InvalidArgument, SpaceIncomplete, translate
 from .languages import detect
 from .migrate_async import migrate
 from .models import (
@@ -36,10 +37,13 @@ from .models import (
     Hit,
     Knob,
     Page,
+    ReembedReport,
     Reranked,
     RerankerConfig,
     ResolvedSection,
     SearchResult,
+    VectorSpace,
+    vector_text,
 )
 from .rerankers import RerankOutcome, SecretResolver
 from .rerankers.engine_async import rerank_search
@@ -171,6 +175,106 @@ class AsyncClient:
         params = {"collection": None if collection is None else calls.check_text(collection, "collection"),
                   "knobs": calls.knobs_json(knobs)}
         return await self._rows([(q.KNOBS, params)], Knob)
+
+    # -- vector spaces ---------------------------------------------------------------------
+
+    async def vector_spaces(self, collection: str) -> list[VectorSpace]:
+        """A collection's vector spaces, the active one first, with how many chunks each lacks."""
+        return await self._rows([(q.VECTOR_SPACE_STATUS, {"collection": calls.check_text(collection, "collection")})],
+                                VectorSpace)
+
+    async def add_vector_space(self, collection: str, space: str, *, dimensions: int, distance: str = "cosine",
+                               model: str | None = None) -> None:
+        """A new vector space beside the active one (its HNSW index built now); nothing searches
+        it until `switch_vector_space` (or the dense_space knob)."""
+        await self._rows([(q.ADD_VECTOR_SPACE, {
+            "collection": calls.check_text(collection, "collection"), "space": calls.check_text(space, "space"),
+            "dimensions": int(dimensions), "distance": calls.check_text(distance, "distance"),
+            "model": None if model is None else calls.check_text(model, "model")})])
+
+    async def missing_space_vectors(self, collection: str, space: str, *,
+                                    limit: int = 1000) -> list[tuple[int, str]]:
+        """(chunk_id, text to embed) of chunks without a vector in the space, in chunk order."""
+        return [(int(r[0]), r[1]) for r in await self._rows([(q.MISSING_SPACE_VECTORS, {
+            "collection": calls.check_text(collection, "collection"), "space": calls.check_text(space, "space"),
+            "max_count": int(limit)})])]
+
+    async def write_space_vectors(self, collection: str, space: str, chunk_ids: Sequence[int],
+                                  embeddings: Sequence[Any]) -> int:
+        """Write (or replace) chunks' vectors in an added space, in one transaction."""
+        if len(chunk_ids) != len(embeddings):
+            raise InvalidArgument(f"{len(chunk_ids)} chunk ids for {len(embeddings)} embeddings")
+        params = {"collection": calls.check_text(collection, "collection"), "space": calls.check_text(space, "space"),
+                  "chunk_ids": [int(i) for i in chunk_ids],
+                  "embeddings": [vector_text(e, f"the vector of chunk {i}") for i, e in zip(chunk_ids, embeddings,
+                                                                                           strict=True)]}
+        rows = await self._rows([(q.WRITE_SPACE_VECTORS, params)])
+        return int(rows[0][0])
+
+    async def switch_vector_space(self, collection: str, space: str) -> None:
+        """Search and write `space` from now on (one statement); SpaceIncomplete, with the count,
+        while chunks lack a vector in it."""
+        await self._rows([(q.SWITCH_VECTOR_SPACE, {"collection": calls.check_text(collection, "collection"),
+                                                   "space": calls.check_text(space, "space")})])
+
+    async def drop_vector_space(self, collection: str, space: str) -> None:
+        """Drop a space that is not the active one, with its vectors."""
+        await self._rows([(q.DROP_VECTOR_SPACE, {"collection": calls.check_text(collection, "collection"),
+                                                 "space": calls.check_text(space, "space")})])
+
+    async def reembed(self, collection: str, space: str, *, embedder: Embedder | None = None,
+                      vectors: Callable[[Sequence[int], Sequence[str]], Any] | None = None,
+                      dimensions: int | None = None, distance: str = "cosine", model: str | None = None,
+                      batch_size: int = 256, switch: bool = True, drop_old: bool = False,
+                      progress: Callable[[int, int], None] | None = None) -> ReembedReport:
+        """Move a collection to another embedding model without downtime: add `space` (unless it
+        exists), fill it in batches of `batch_size` (each its own transaction, so an interrupted
+        run resumes where it stopped, and chunks written meanwhile are picked up), then switch
+        searches to it and, with `drop_old`, drop the space searched before. Vectors come from
+        `embedder` (its embed(texts)) or `vectors(chunk_ids, texts)`. Searches keep using the
+        old space until the switch. `progress(written, still_missing)` after each batch."""
+        if (embedder is None) == (vectors is None):
+            raise InvalidArgument("reembed takes an embedder or a vectors function, one of them")
+        if not 1 <= batch_size <= 10000:
+            raise InvalidArgument(f"batch_size must be between 1 and 10000, got {batch_size}")
+        started = time.monotonic()
+        spaces = {sp.name: sp for sp in await self.vector_spaces(collection)}
+        previous = next((sp.name for sp in spaces.values() if sp.active), None)
+        if space not in spaces:
+            dims = dimensions or getattr(embedder, "dims", None)
+            if not dims:
+                raise InvalidArgument(f"space {space!r} does not exist: give its dimensions")
+            await self.add_vector_space(collection, space, dimensions=int(dims), distance=distance,
+                                        model=model or getattr(embedder, "name", None))
+        written = batches = 0
+        switched = False
+        for _attempt in range(5):
+            while todo := await self.missing_space_vectors(collection, space, limit=batch_size):
+                ids, texts = [t[0] for t in todo], [t[1] for t in todo]
+                embedded = embedder.embed(texts) if embedder is not None else vectors(ids, texts)  # type: ignore[misc]
+                written += await self.write_space_vectors(collection, space, ids, list(embedded))
+                batches += 1
+                if progress is not None:
+                    left = next(sp.missing for sp in await self.vector_spaces(collection) if sp.name == space)
+                    progress(written, left)
+            if not switch or space == previous:
+                break
+            try:
+                await self.switch_vector_space(collection, space)
+                switched = True
+                break
+            except SpaceIncomplete:   # chunks written since the last batch: fill them, try again
+                continue
+        else:
+            raise SpaceIncomplete(f"chunks of {collection!r} kept arriving faster than space {space!r} "
+                                  "was filled; run reembed again")
+        dropped = False
+        if drop_old and switched and previous is not None:
+            await self.drop_vector_space(collection, previous)
+            dropped = True
+        return ReembedReport(collection=collection, space=space, written=written, batches=batches,
+                             switched=switched, previous=previous if switched else None, dropped=dropped,
+                             seconds=time.monotonic() - started)
 
     # -- documents -------------------------------------------------------------------------
 
@@ -335,7 +439,7 @@ class AsyncClient:
             return SearchResult([], rerank=outcome)
         ids = [c.chunk_id for c in reranked.pool]
         scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
-        scored_by = outcome.alias if outcome.reranked else None
+        scored_by = outcome.alias if outcome.complete else None
         final = await self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, query=query,
                                     **knobs)
         return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
@@ -347,22 +451,31 @@ class AsyncClient:
         first page_window hits, so the next page (pass `page.cursor`, with the same collections,
         query, embedding, filter and knobs) continues this one: no hit twice, none skipped.
         `page.cursor` is None when no more can be given, and `page.end` says why. With a
-        reranker, each page reranks the window (one call) and sift.finalize_page cuts it. A
-        cursor of another request or tenant, or an altered one, raises InvalidCursor."""
+        reranker, each page reranks the window (page_window candidates, one call) and
+        sift.finalize_page cuts it; a cursor keeps the way its first page was ranked. Pass the
+        same `embedding` on every page (an embedder that is not deterministic would change the
+        request). A cursor of another request or tenant, or an altered one, raises
+        InvalidCursor."""
         params = calls.page_params(self._params(collection, query, embedding, page_size, filter, knobs), cursor)
-        if calls.cursor_kind(cursor) != "finalize":
+        kind = calls.cursor_kind(cursor)
+        config = None
+        if kind is None and cursor is None and query.strip():
+            config = await self._reranker_for(params, None)
+        if kind == "search" or (kind is None and (config is None or not config.usable)):
             hits: list[Hit] = await self._rows([(q.SEARCH_PAGE, params)], Hit)
-            if not hits or hits[0].reranker is None or not query.strip():
-                return Page.of(hits)
-        window = await self._page_window(params)
-        reranked = await self._rerank({**params, "match_count": window}, query, window, context, None)
+            outcome = None
+            if config is not None and config.refused:
+                outcome = RerankOutcome.unchanged(len(hits), fault="no_reranker", reason=config.refused)
+                log_fault(outcome)
+            return Page.of(hits, rerank=outcome)
+        # A reranked page: the window (the cursor's, else the knob's) reranked, then cut in SQL.
+        window = calls.cursor_window(cursor) or await self._page_window(params)
+        reranked = await self._rerank({**params, "match_count": window}, query, window, context, None, size=window)
         outcome = reranked.outcome
-        if not reranked.pool:
-            return Page.of([], rerank=outcome)
         ids = [c.chunk_id for c in reranked.pool]
         scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
-        page_args = {**params, "chunk_ids": ids, "scores": scores,
-                     "scored_by": outcome.alias if outcome.reranked else None}
+        page_args = {**params, "chunk_ids": ids, "scores": scores, "more": reranked.more,
+                     "scored_by": outcome.alias if outcome.complete else None}
         final: list[Hit] = await self._rows([(q.FINALIZE_PAGE, page_args)], Hit)
         return Page.of(calls.with_legs(final, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
 
@@ -383,18 +496,20 @@ class AsyncClient:
         return await self._rerank(params, query, top_k, context, reranker)
 
     async def _rerank(self, params: dict[str, Any], query: str, top_k: int, context: Any,
-                      reranker: str | None) -> Reranked:
+                      reranker: str | None, size: int | None = None) -> Reranked:
         config = await self._reranker_for(params, reranker)
-        size = calls.pool_size(top_k, config)
+        size = size or calls.pool_size(top_k, config)
         async with self.transaction() as conn:
             cur = conn.cursor(row_factory=class_row(Candidate))
             await cur.execute(q.RERANK_POOL, {**params, "match_count": size}, prepare=False)
             pool = await cur.fetchall()
+            more = len(pool) > size
+            pool = pool[:size]
             cur2 = await conn.execute(q.RERANK_TEXTS, {"chunk_ids": [c.chunk_id for c in pool]}, prepare=False)
             texts = calls.aligned_texts(await cur2.fetchall(), len(pool))
         outcome = await rerank_search(config, query=query, pool_texts=texts, top_k=top_k, conversation=context,
                                       resolver=self.secrets)
-        return Reranked(config=config, pool=pool, texts=texts, outcome=await self._meter(outcome))
+        return Reranked(config=config, pool=pool, texts=texts, outcome=await self._meter(outcome), more=more)
 
     async def _reranker_for(self, params: dict[str, Any], reranker: str | None) -> RerankerConfig | None:
         rows = await self._rows([(q.RERANKER_FOR, {**params, "reranker": reranker})], RerankerConfig)

@@ -77,6 +77,15 @@ class InvalidCursor(PgsiftError, ValueError):
     (collections, question, vector, filter or knobs differ from its first page's)."""
 
 
+class SpaceNotFound(PgsiftError, LookupError):
+    """A collection has no vector space of that name (Client.vector_spaces lists them)."""
+
+
+class SpaceIncomplete(PgsiftError, ValueError):
+    """A vector space still lacks vectors for some chunks (the count is in the message): fill
+    them (Client.reembed resumes) before switching searches to it."""
+
+
 class PermissionDenied(PgsiftError, PermissionError):
     """The database refused: this role lacks the grant, or the row is another tenant's."""
 
@@ -136,6 +145,8 @@ SQLSTATES: dict[str, Code] = {
     "SF010": Code(TenantError, "no tenant is bound, or the role may not act for that tenant"),
     "SF011": Code(SectionNotFound, "a chunk has no section to resolve, or is not the tenant's"),
     "SF012": Code(InvalidCursor, "a pagination cursor is malformed, altered, or not this request's"),
+    "SF013": Code(SpaceNotFound, "a collection has no vector space of that name"),
+    "SF014": Code(SpaceIncomplete, "a vector space lacks vectors for some chunks"),
     "SFG01": Code(GoldenSetNotFound, "unknown golden set"),
     "23514": Code(InvalidKnob, "check_violation: a knob's domain (named) or a table CHECK"),
     "23505": Code(CollectionExists, "unique_violation: a collection or golden set name is taken"),

@@ -137,10 +137,14 @@ class Hit:
     language_factor: float = 1.0
     lexical_configs: list[str] | None = None
     snippet: str | None = None
-    # search_page: the cursor that continues after this hit (None when nothing follows it in
-    # the window), and on the last hit why nothing does ("exhausted" or "window").
+    # search_page, on a page's last hit by rank: the cursor that continues after it, or why
+    # nothing follows ("exhausted" or "window"). None on every other hit.
     cursor: str | None = None
     cursor_end: str | None = None
+    # The vector space the dense leg searched, and how many chunks lack a vector in it (0
+    # for a complete one; None when the dense leg did not run or for finalize's rows).
+    dense_space: str | None = None
+    dense_space_missing: int | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
 
@@ -285,6 +289,37 @@ class RerankerConfig:
 
 
 @dataclass(frozen=True)
+class VectorSpace:
+    """One of a collection's vector spaces (sift.vector_space_status): `builtin` (stored with the
+    chunks), `active` (searched and written), its chunks and how many lack a vector in it."""
+
+    name: str
+    dimensions: int
+    distance: str
+    model: str | None
+    builtin: bool
+    active: bool
+    chunks: int
+    missing: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ReembedReport:
+    """What Client.reembed did: vectors written in how many batches, whether it switched searches
+    to the space (and from which), whether it dropped the old one, and how long it took."""
+
+    collection: str
+    space: str
+    written: int
+    batches: int
+    switched: bool
+    previous: str | None
+    dropped: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
 class SearchResult:
     """The hits, plus how they were produced."""
 
@@ -343,8 +378,8 @@ class Page(SearchResult):
 
     @classmethod
     def of(cls, hits: list[Hit], rerank: Any = None) -> Page:
-        """The page of these hits: its cursor is the one of its last hit by rank (with
-        lost_in_the_middle the last shown is not the last ranked)."""
+        """The page of these hits: its last hit by rank carries the cursor or the end (with
+        lost_in_the_middle the last shown is not the last ranked); no hit: nothing was left."""
         if not hits:
             return cls(hits, rerank=rerank, end="exhausted")
         last = max(hits, key=lambda h: (h.rank, h.chunk_id))
@@ -388,3 +423,5 @@ class Reranked:
     pool: list[Candidate]
     texts: list[str]
     outcome: Any
+    # Whether the fused pool went on past the candidates taken (more could be ranked).
+    more: bool = False

@@ -174,6 +174,33 @@ REFRESH_LEXICAL_STATS = """
 select pending_folded, lists_built from sift.refresh_lexical_stats(collection => %(collection)s::text)
 """
 
+# -- vector spaces -------------------------------------------------------------------------------
+
+ADD_VECTOR_SPACE = """
+select name from sift.add_vector_space(collection => %(collection)s::text, space => %(space)s::text,
+                                       dimensions => %(dimensions)s::integer, distance => %(distance)s::text,
+                                       model => %(model)s::text)
+"""
+
+VECTOR_SPACE_STATUS = _select(models.VectorSpace, "sift.vector_space_status", "collection => %(collection)s::text")
+
+MISSING_SPACE_VECTORS = """
+select chunk_id, document from sift.missing_space_vectors(collection => %(collection)s::text,
+                                                          space => %(space)s::text,
+                                                          max_count => %(max_count)s::integer)
+"""
+
+WRITE_SPACE_VECTORS = """
+select sift.write_space_vectors(collection => %(collection)s::text, space => %(space)s::text,
+                                chunk_ids => %(chunk_ids)s::bigint[], embeddings => %(embeddings)s::text[])
+"""
+
+SWITCH_VECTOR_SPACE = """
+select name from sift.switch_vector_space(collection => %(collection)s::text, space => %(space)s::text)
+"""
+
+DROP_VECTOR_SPACE = "select sift.drop_vector_space(collection => %(collection)s::text, space => %(space)s::text)"
+
 # -- search ------------------------------------------------------------------------------------
 
 _SEARCH_ARGS = """
@@ -224,7 +251,10 @@ FINALIZE_PAGE = _select(models.Hit, "sift.finalize_page", """
     cursor => %(cursor)s::text,
     knobs => %(knobs)s::jsonb,
     scored_by => %(scored_by)s::text,
-    query_text => %(query_text)s::text""")
+    query_text => %(query_text)s::text,
+    query_embedding => %(query_embedding)s,
+    filter => %(filter)s::jsonb,
+    more => %(more)s::boolean""")
 
 # The window a paged search ranks (the page_window knob in force, the largest of several
 # collections'): a reranked page reranks that many.
@@ -244,8 +274,8 @@ from sift.reranker_for(collection => %(collection)s::text, collections => %(coll
 """)
 
 # The pool a reranker scores: the first match_count candidates in fused order (sift.candidates
-# returns the union of the legs, which may be longer).
-RERANK_POOL = sql.SQL("{} limit %(match_count)s").format(CANDIDATES)
+# returns the union of the legs, which may be longer), and one more to tell whether it goes on.
+RERANK_POOL = sql.SQL("{} limit %(match_count)s + 1").format(CANDIDATES)
 
 RERANK_TEXTS = "select ord, chunk_id, document from sift.rerank_texts(chunk_ids => %(chunk_ids)s::bigint[])"
 

@@ -1,4 +1,4 @@
-"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure|languages|snippets`: the
+"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure|languages|snippets|reembed|pages`: the
 benchmarks, each on a migrated database."""
 
 from __future__ import annotations
@@ -81,6 +81,17 @@ def cmd_bench_snippets(args: argparse.Namespace) -> int:
         conn, Path(args.dataset), queries=args.queries))
 
 
+def cmd_bench_reembed(args: argparse.Namespace) -> int:
+    from .. import bench_reembed
+    return _bench(args, bench_reembed, lambda conn: bench_reembed.run_reembed(
+        conn, Path(args.dataset), dims=args.dims, batch_size=args.batch_size, keep=args.keep))
+
+
+def cmd_bench_pages(args: argparse.Namespace) -> int:
+    from .. import bench_pages
+    return _bench(args, bench_pages, lambda conn: bench_pages.run_pages(conn, Path(args.dataset), queries=args.queries))
+
+
 def cmd_bench_compare(args: argparse.Namespace) -> int:
     from .. import bench_compare
 
@@ -92,7 +103,7 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add `bench` and its ten benchmarks to pgsift's subcommands."""
+    """Add `bench` and its benchmarks to pgsift's subcommands."""
     p = add_command(sub, "bench", "benchmarks")
     bench_sub = p.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     json_help = "print the result as JSON"
@@ -170,6 +181,20 @@ def register(sub: Any) -> None:
     q.add_argument("--queries", type=int, default=100, help="queries, the first of the split (default 100)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_snippets)
+
+    q = add_command(bench_sub, "pages", "what a page of search_page costs against a plain search")
+    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q.add_argument("--queries", type=int, default=100, help="queries, the first of the split (default 100)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_pages)
+
+    q = add_command(bench_sub, "reembed", "move a collection to a second embedder while searches run")
+    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q.add_argument("--dims", type=int, default=256, help="the new space's size (static embedder; default 256)")
+    q.add_argument("--batch-size", type=int, default=256, help="chunks per backfill transaction (default 256)")
+    q.add_argument("--keep", action="store_true", help="keep the collection it loads (bench_reembed)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_reembed)
 
     q = add_command(bench_sub, "fusion", "sweep dense_weight, rrf_k and fetch_k on BEIR splits, the mean over datasets")
     q.add_argument("--dataset", required=True, action="append",

@@ -1,4 +1,4 @@
-"""`pgsift db|migrate|install-sql|collection|knobs|ingest|search|explain|demo`."""
+"""`pgsift db|migrate|install-sql|collection|knobs|ingest|spaces|reembed|search|explain|demo`."""
 
 from __future__ import annotations
 
@@ -145,6 +145,65 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- vector spaces -----------------------------------------------------------------------
+
+def cmd_spaces(args: argparse.Namespace) -> int:
+    with common.connect(args) as conn:
+        spaces = common.client_for(conn, args).vector_spaces(args.collection)
+    if args.json:
+        dump(common.rows_json(spaces))
+        return 0
+    print(table([(s.name, s.dimensions, s.distance, s.model, "yes" if s.builtin else "", "yes" if s.active else "",
+                  s.chunks, s.missing) for s in spaces],
+                ["space", "dims", "distance", "model", "built-in", "active", "chunks", "missing"]))
+    return 0
+
+
+def _file_vectors(path: Path) -> Any:
+    """vectors(chunk_ids, texts) from an .npz holding `chunk_ids` and `embeddings`."""
+    import numpy as np
+
+    with np.load(path) as data:
+        ids, embeddings = data["chunk_ids"], data["embeddings"]
+    row = {int(i): k for k, i in enumerate(ids)}
+
+    def vectors(chunk_ids: Any, _texts: Any) -> Any:
+        missing = [i for i in chunk_ids if i not in row]
+        if missing:
+            raise InvalidArgument(f"{path} has no vector for chunk(s) {missing[:5]}: it must cover every chunk")
+        return [embeddings[row[i]] for i in chunk_ids]
+
+    return vectors, int(embeddings.shape[1])
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    vectors = None
+    dims = args.dims
+    embedder: Embedder | None = None
+    if args.vectors:
+        vectors, dims = _file_vectors(Path(args.vectors))
+    elif args.embedder == "static":
+        from ..embed import StaticEmbedder
+
+        embedder = StaticEmbedder(dims=args.dims or 256)
+    else:
+        embedder = common.load_embedder(required=True)
+    with common.connect(args) as conn:
+        client = common.client_for(conn, args)
+        before = {s.name: s for s in client.vector_spaces(args.collection)}
+        total = before[args.space].missing if args.space in before else before[next(iter(before))].chunks
+        with common.progress_bar(total, f"reembed {args.collection} into {args.space}", unit="chunk") as bar:
+            report = client.reembed(args.collection, args.space, embedder=embedder, vectors=vectors,
+                                    dimensions=dims, distance=args.distance, model=args.model,
+                                    batch_size=args.batch_size, switch=not args.no_switch, drop_old=args.drop_old,
+                                    progress=lambda written, _left: bar.update(written - bar.n))
+    print(f"wrote {report.written} vectors in {report.batches} batches into {report.space} "
+          f"({report.seconds:.1f} s)"
+          + (f"; searches now use {report.space} (was {report.previous})" if report.switched else "")
+          + (f"; dropped {report.previous}" if report.dropped else ""))
+    return 0
+
+
 # -- search and explain ----------------------------------------------------------------
 
 def _query(args: argparse.Namespace) -> dict[str, Any]:
@@ -278,6 +337,29 @@ def register(sub: Any) -> None:
                    help="set each file's language (lingua, offline; pip install 'pgsift[lang]'): its chunks are "
                         "analysed in it and searches can prefer it")
     p.set_defaults(func=cmd_ingest)
+
+    p = add_command(sub, "spaces", "a collection's vector spaces: size, model, which is searched, what is missing")
+    p.add_argument("collection", help="the collection")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=cmd_spaces)
+
+    p = add_command(sub, "reembed", "move a collection to another embedding model without downtime: add a vector "
+                                    "space, fill it (resumable), switch searches to it")
+    p.add_argument("collection", help="the collection to move")
+    p.add_argument("space", help="the vector space to fill (created when missing), e.g. the new model's name")
+    p.add_argument("--embedder", choices=["local", "static"], default="local",
+                   help="local: all-MiniLM-L6-v2 (384 dims); static: its token embeddings averaged and projected "
+                        "(--dims, default 256; fast, weaker)")
+    p.add_argument("--vectors", help="an .npz with chunk_ids and embeddings (vectors you computed) instead of an "
+                                     "embedder")
+    p.add_argument("--dims", type=int, help="the space's dimensions (default: the embedder's or the file's)")
+    p.add_argument("--distance", choices=["cosine", "l2", "inner_product"], default="cosine",
+                   help="the space's distance (default cosine)")
+    p.add_argument("--model", help="the model's name, recorded with the space")
+    p.add_argument("--batch-size", type=int, default=256, help="chunks embedded and written per transaction")
+    p.add_argument("--no-switch", action="store_true", help="fill the space but keep searching the old one")
+    p.add_argument("--drop-old", action="store_true", help="after switching, drop the space searched before")
+    p.set_defaults(func=cmd_reembed)
 
     p = add_command(sub, "search", "hybrid search, as a table")
     _add_query(p)

@@ -156,8 +156,10 @@ def _failed(plan: _Plan, error: RerankCallError, info: dict[str, Any]) -> Rerank
 
 
 def _give_up(plan: _Plan, last: RerankCallError | None, started: float, attempts: int) -> RerankOutcome:
+    # What was sent: the first request (no other was made).
+    sent = len(plan.batches.requests[0]) if plan.batches.requests else len(plan.docs)
     info = dict(plan.info, called=attempts > 0, latency_ms=(time.monotonic() - started) * 1000,
-                attempts=attempts, documents=len(plan.docs))
+                attempts=attempts, documents=sent)
     if last is None:
         error = RerankCallError("deadline_exceeded", f"the deadline of {plan.deadline_s:.2f}s left no time for a call")
     elif last.retryable and attempts < plan.max_attempts:

@@ -5,9 +5,10 @@ returned by sift.reranker_for); here they become requests. A pool is split in
 its fused order into at most `max_requests` requests, each within
 `max_documents` and `max_request_tokens`; a document too long for its pair
 (`max_pair_tokens` less the query's) is clipped at its end rather than failing
-the request it is in, and a query past `max_query_tokens` loses its oldest
-conversation first. Candidates past the last request are not sent: they keep
-the fused order behind the scored ones. Scores from different requests are
+the request it is in, and a query past `max_query_tokens` (or half a pair or a
+request, so documents keep room) loses its oldest conversation first.
+Candidates past the last request are not sent: they keep the fused order
+behind the scored ones. Scores from different requests are
 comparable because a cross-encoder scores each (query, document) pair alone.
 
 Tokens are estimated, not counted (no provider's tokenizer is available
@@ -25,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Scripts whose characters are about one token each.
-_DENSE = re.compile("[\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf"
-                    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_DENSE = re.compile("[\u0e00-\u0e7f\u1100-\u11ff\u3000-\u30ff\u3130-\u318f\u3400-\u4dbf"
+                    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,16 @@ def plan_batches(query: str, docs: Sequence[str], limits: RerankLimits | None) -
     if limits is None:
         return Batches(query=query, docs=docs, requests=[list(range(len(docs)))] if docs else [])
     cpt = limits.chars_per_token
+    # The query gets at most half of a pair and of a request: the documents keep the other
+    # half (a long conversation must not leave them a few characters each).
+    caps = [c for c in (limits.max_query_tokens,
+                        None if limits.max_pair_tokens is None else limits.max_pair_tokens // 2,
+                        None if limits.max_request_tokens is None else limits.max_request_tokens // 2)
+            if c is not None]
+    query_cap = max(1, min(caps)) if caps else None
     query_clipped = False
-    if limits.max_query_tokens is not None and estimate_tokens(query, cpt) > limits.max_query_tokens:
-        query, query_clipped = clip(query, limits.max_query_tokens, cpt, keep="tail"), True
+    if query_cap is not None and estimate_tokens(query, cpt) > query_cap:
+        query, query_clipped = clip(query, query_cap, cpt, keep="tail"), True
     q = estimate_tokens(query, cpt)
     budgets = [b - q for b in (limits.max_pair_tokens, limits.max_request_tokens) if b is not None]
     budget = max(1, min(budgets)) if budgets else None

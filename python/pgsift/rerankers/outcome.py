@@ -138,6 +138,12 @@ class RerankOutcome:
         return cls(scores=(None,) * n, skip=skip, fault=fault, reason=reason, **info)
 
     @property
+    def complete(self) -> bool:
+        """Every candidate of the pool has the reranker's score (reranked, none left unsent):
+        only then does a threshold calibrated for the reranker judge the scores."""
+        return self.reranked and self.not_sent == 0
+
+    @property
     def applied(self) -> bool:
         """Whether the reranker's scores change the order (reranked or partial)."""
         return any(s is not None for s in self.scores)
