@@ -341,6 +341,7 @@ declare
     doc_title text;
     doc_language text;
     limit_bytes integer;
+    vector_changed boolean;
 begin
     -- Writers share this collection's lock; building impact lists takes it
     -- alone (sift.refresh_lexical_stats), so no chunk lands between a list's
@@ -358,6 +359,18 @@ begin
         if new.document_id is distinct from old.document_id then
             raise exception 'a chunk cannot move to another document (chunk %)', old.chunk_id
                 using errcode = 'SF003';
+        end if;
+        -- A built-in vector cleared (its space dropped) and nothing else: no
+        -- lookups, nothing to re-analyse; only the active space may not lose it.
+        if new.embedding is null and old.embedding is not null and new.context is not distinct from old.context
+           and new.section_id is not distinct from old.section_id
+           and new.token_count is not distinct from old.token_count then
+            if exists (select 1 from sift.vector_spaces s
+                       where s.collection_id = old.collection_id and s.active and s.builtin) then
+                raise exception 'chunk % of document % has no embedding', old.ordinal, old.document_id
+                    using errcode = 'SF003';
+            end if;
+            return new;
         end if;
     end if;
 
@@ -379,8 +392,9 @@ begin
                       hint = 'cut it into smaller chunks, or raise the collection''s max_chunk_bytes';
         end if;
     end if;
-    if tg_op = 'INSERT' or (new.embedding is null) <> (old.embedding is null)
-       or not coalesce(new.embedding operator(@extschema:vector@.=) old.embedding, true) then
+    vector_changed := tg_op = 'INSERT' or (new.embedding is null) <> (old.embedding is null)
+                      or not coalesce(new.embedding operator(@extschema:vector@.=) old.embedding, true);
+    if vector_changed then
         -- The chunk's own column holds the built-in space's vectors: given when
         -- that space is the active one, else never (the active space's vectors
         -- go to sift.chunk_vectors, as sift.write_chunks does).
@@ -404,6 +418,12 @@ begin
             new.document_id using errcode = 'SF003';
     end if;
 
+    -- Only the vector changed (a space dropped, a vector replaced): nothing to
+    -- re-analyse. (Re-analysis sets the context to itself and keeps the vector.)
+    if tg_op = 'UPDATE' and vector_changed and new.context is not distinct from old.context
+       and new.section_id is not distinct from old.section_id then
+        return new;
+    end if;
     -- The document's language picks the configuration; without one, the collection's.
     new.search_vector := sift._search_vector(coalesce(sift.language_config(doc_language), col.search_language),
                                              doc_title, new.context, new.content);

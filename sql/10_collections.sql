@@ -299,6 +299,13 @@ begin
       and (source_prefix is null or pg_catalog.starts_with(d.source_uri, source_prefix))
       and (keep is null or not (d.source_uri = any (keep)));
     get diagnostics n = row_count;
+    -- A filter or prefix that happens to match every document empties the
+    -- collection as surely as none: also only on purpose (the exception undoes it).
+    if n > 0 and not coalesce(delete_all, false)
+       and not exists (select 1 from sift.documents d where d.collection_id = col.collection_id) then
+        raise exception 'delete_documents would delete all % documents of collection "%"', n, col.name
+            using errcode = 'SF003', hint = 'pass delete_all => true to empty the collection';
+    end if;
     return n;
 end;
 $$;
@@ -306,7 +313,8 @@ comment on function sift.delete_documents(text, jsonb, text, boolean, text[]) is
     'Deletes the documents (with their chunks and sections) whose metadata contains filter '
     '(jsonb containment) and whose source_uri starts with source_prefix, in one statement, but '
     'those whose source_uri is in keep (a re-crawl: delete what is no longer there); returns '
-    'how many. Neither filter nor source_prefix: SF003 unless delete_all => true. Statistics '
+    'how many. Neither filter nor source_prefix, or a call that would leave the collection empty: '
+    'SF003 (nothing deleted) unless delete_all => true. Statistics '
     'stay exact; run sift.refresh_lexical_stats after many deletions. Writes.';
 
 

@@ -218,6 +218,43 @@ comment on function sift._page(sift.hit[], integer, text, text, integer, integer
     '(more could be ranked past page_window) or exhausted.';
 
 
+create or replace function sift._page_start(
+    cols sift.collections[], knobs jsonb, kind text, query_text text, query_embedding @extschema:vector@.vector,
+    filter jsonb, page_size integer, cursor text,
+    out ks sift.knob_set[], out fingerprint text, out window_size integer, out served integer,
+    out seen bigint[], out litm boolean)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    asked sift.knob_set[] := sift._resolve_all(cols, knobs);
+begin
+    -- What both paged entry points start from: the knobs (the window is ranked
+    -- in rank order; lost-in-the-middle orders each page), the request's
+    -- fingerprint, and the window, served count and served chunks (the
+    -- cursor's, else a first page's).
+    if page_size is null or page_size not between 1 and 1000 then
+        raise exception 'page_size must be between 1 and 1000, got %', page_size using errcode = 'SF003';
+    end if;
+    ks := sift._resolve_all(cols, coalesce(knobs, '{}'::jsonb) || '{"lost_in_the_middle": null}'::jsonb);
+    fingerprint := sift._request_fingerprint(kind, cols, asked, query_text, query_embedding, filter);
+    litm := coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false);
+    if cursor is null then
+        window_size := (select max((asked[i]).page_window) from generate_subscripts(asked, 1) as i);
+        served := 0;
+        seen := '{}';
+    else
+        select d.window_size, d.served, d.seen into window_size, served, seen
+        from sift._cursor_decode(cursor, kind, fingerprint) d;
+    end if;
+end;
+$$;
+comment on function sift._page_start(sift.collections[], jsonb, text, text, @extschema:vector@.vector, jsonb, integer,
+    text) is
+    'Internal: a paged request''s knobs, fingerprint, window, served count and chunks, and whether '
+    'lost-in-the-middle orders its pages (SF003 for a page_size out of range, SF012 for a bad cursor).';
+
+
 create or replace function sift.search_page(
     collection      text default null,
     query_text      text default '',
@@ -233,26 +270,15 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     cols   sift.collections[] := sift._collections(search_page.collection, search_page.collections);
-    asked  sift.knob_set[] := sift._resolve_all(cols, search_page.knobs);
-    -- The window is ranked in rank order; lost-in-the-middle orders each page.
-    ks     sift.knob_set[] := sift._resolve_all(cols, coalesce(search_page.knobs, '{}'::jsonb)
-                                                      || '{"lost_in_the_middle": null}'::jsonb);
-    fp     text := sift._request_fingerprint('search', cols, asked, search_page.query_text,
-                                             search_page.query_embedding, search_page.filter);
-    w      integer := (select max((asked[i]).page_window) from generate_subscripts(asked, 1) as i);
-    served integer := 0;
-    seen   bigint[] := '{}';
+    st     record := sift._page_start(cols, search_page.knobs, 'search', search_page.query_text,
+                                      search_page.query_embedding, search_page.filter, search_page.page_size,
+                                      search_page.cursor);
+    ks     sift.knob_set[] := st.ks;
+    w      integer := st.window_size;
     pool   sift.candidate[];
     choice record;
     more   boolean;
 begin
-    if page_size is null or page_size not between 1 and 1000 then
-        raise exception 'page_size must be between 1 and 1000, got %', page_size using errcode = 'SF003';
-    end if;
-    if search_page.cursor is not null then
-        select d.window_size, d.served, d.seen into w, served, seen
-        from sift._cursor_decode(search_page.cursor, 'search', fp) d;
-    end if;
     perform sift._check_query(cols, ks, query_text, query_embedding, w, filter);
     pool := array(select c from sift._candidates(cols, ks, query_text, query_embedding, w, filter) c
                   order by c.fused_rank);
@@ -269,9 +295,7 @@ begin
                                        array(select c.chunk_id from unnest(pool) c order by c.fused_rank),
                                        array(select c.score from unnest(pool) c order by c.fused_rank),
                                        w, null, choice.alias, choice.refused, search_page.query_text) h),
-        page_size, 'search', fp, w, served, seen,
-        coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false),
-        more);
+        page_size, 'search', st.fingerprint, w, st.served, st.seen, st.litm, more);
 end;
 $$;
 comment on function sift.search_page(text, text, @extschema:vector@.vector, integer, text, jsonb, jsonb, text[]) is
@@ -307,31 +331,18 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     cols   sift.collections[] := sift._collections(finalize_page.collection, finalize_page.collections);
-    asked  sift.knob_set[] := sift._resolve_all(cols, finalize_page.knobs);
-    ks     sift.knob_set[] := sift._resolve_all(cols, coalesce(finalize_page.knobs, '{}'::jsonb)
-                                                      || '{"lost_in_the_middle": null}'::jsonb);
-    fp     text := sift._request_fingerprint('finalize', cols, asked, finalize_page.query_text,
-                                             finalize_page.query_embedding, finalize_page.filter);
-    w      integer := (select max((asked[i]).page_window) from generate_subscripts(asked, 1) as i);
-    served integer := 0;
-    seen   bigint[] := '{}';
-    pool   record;
+    st     record := sift._page_start(cols, finalize_page.knobs, 'finalize', finalize_page.query_text,
+                                      finalize_page.query_embedding, finalize_page.filter, finalize_page.page_size,
+                                      finalize_page.cursor);
+    pool   record := sift._finalize_input(st.ks, finalize_page.chunk_ids, finalize_page.scores, st.window_size,
+                                          finalize_page.scored_by);
 begin
-    if page_size is null or page_size not between 1 and 1000 then
-        raise exception 'page_size must be between 1 and 1000, got %', page_size using errcode = 'SF003';
-    end if;
-    if finalize_page.cursor is not null then
-        select d.window_size, d.served, d.seen into w, served, seen
-        from sift._cursor_decode(finalize_page.cursor, 'finalize', fp) d;
-    end if;
-    pool := sift._finalize_input(ks, finalize_page.chunk_ids, finalize_page.scores, w, finalize_page.scored_by);
     return query
     select * from sift._page(
-        array(select h from sift._hits(cols, ks, null, pool.ids, pool.base, w, scored_by, null, null,
-                                       finalize_page.query_text) h),
-        page_size, 'finalize', fp, w, served, seen,
-        coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false),
-        coalesce(finalize_page.more, false) or coalesce(cardinality(pool.ids), 0) > w);
+        array(select h from sift._hits(cols, st.ks, null, pool.ids, pool.base, st.window_size, scored_by, null,
+                                       null, finalize_page.query_text) h),
+        page_size, 'finalize', st.fingerprint, st.window_size, st.served, st.seen, st.litm,
+        coalesce(finalize_page.more, false) or coalesce(cardinality(pool.ids), 0) > st.window_size);
 end;
 $$;
 comment on function sift.finalize_page(text, bigint[], double precision[], integer, text, jsonb, text[], text, text,

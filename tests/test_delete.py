@@ -1,7 +1,7 @@
 """Deleting and replacing documents by metadata or source prefix: the documents each call
 removes against a Python reference, BM25 statistics exact afterwards (equal to a collection
-holding only what remains), refusals for a delete that names nothing, and a re-crawl that
-replaces a set of documents in one transaction."""
+holding only what remains), refusals for a delete that names nothing or would empty the
+collection, and a re-crawl that replaces a set of documents in one transaction."""
 
 from __future__ import annotations
 
@@ -72,6 +72,21 @@ def test_a_delete_that_names_nothing_is_refused(client, db):
     assert err.value.sqlstate == "SF003"
     with pytest.raises(pgsift.CollectionNotFound):
         client.delete_documents("nope", delete_all=True)
+    assert db.execute("select count(*) from sift.documents").fetchone() == (5,)
+    # A filter or prefix that happens to match every document is refused too, and deletes nothing.
+    vecs = np.random.default_rng(9)
+    client.create_collection("en", embedding_dims=DIMS)
+    client.upsert_documents("en", [Document(source_uri=f"docs/{i}", metadata={"lang": "en"},
+                                            chunks=[Chunk(content="alpha", embedding=unit(vecs.normal(size=DIMS)))])
+                                   for i in range(3)])
+    for kwargs in ({"filter": {"lang": "en"}}, {"source_prefix": "docs/"}):
+        with pytest.raises(pgsift.InvalidArgument, match="all 3 documents"):
+            client.delete_documents("en", **kwargs)
+    with pytest.raises(psycopg.Error, match="all 3 documents"), db.transaction():
+        db.execute("select sift.delete_documents('en', source_prefix => 'docs/', keep => '{}')")
+    assert db.execute("select sift.delete_documents('en', source_prefix => 'docs/', keep => array['docs/1'])"
+                      ).fetchone() == (2,)
+    assert client.delete_documents("en", filter={"lang": "en"}, delete_all=True) == 1
     assert db.execute("select count(*) from sift.documents").fetchone() == (5,)
     assert client.delete_documents("r", delete_all=True) == 5
     assert db.execute("select sift.delete_documents('r', delete_all => true)").fetchone() == (0,)
