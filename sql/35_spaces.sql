@@ -45,14 +45,15 @@ returns bigint
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- Chunks of the space's collection without a vector in it.
+    -- Chunks of the space's collection without a vector in it: two counts, no
+    -- join (an added space's vectors are all of that collection's chunks: the
+    -- trigger and the cascade see to it), so no plan can turn it quadratic on
+    -- a collection the statistics have not seen yet.
     select case when space.builtin
                 then (select count(*) from sift.chunks k
                       where k.collection_id = space.collection_id and k.embedding is null)
-                else (select count(*) from sift.chunks k
-                      where k.collection_id = space.collection_id
-                        and not exists (select 1 from sift.chunk_vectors v
-                                        where v.space_id = space.space_id and v.chunk_id = k.chunk_id)) end
+                else (select count(*) from sift.chunks k where k.collection_id = space.collection_id)
+                     - (select count(*) from sift.chunk_vectors v where v.space_id = space.space_id) end
 $$;
 comment on function sift._space_missing(sift.vector_spaces) is
     'Internal: how many chunks of the collection have no vector in this space.';
@@ -197,12 +198,15 @@ begin
     -- backfill resumes where it stopped and chunks written meanwhile are
     -- picked up. The text is what the ingest embeds: context, blank line, content.
     return query
+    -- Each chunk's vector probed by key (a lateral with a limit stays a keyed
+    -- probe whatever the statistics say of a freshly loaded collection).
     select k.chunk_id, sift.contextualize(k.context, k.content)
     from sift.chunks k
+    left join lateral (select true as present from sift.chunk_vectors v
+                       where not target.builtin and v.space_id = target.space_id and v.chunk_id = k.chunk_id
+                       limit 1) v on true
     where k.collection_id = target.collection_id
-      and case when target.builtin then k.embedding is null
-               else not exists (select 1 from sift.chunk_vectors v
-                                where v.space_id = target.space_id and v.chunk_id = k.chunk_id) end
+      and case when target.builtin then k.embedding is null else v.present is null end
     order by k.chunk_id
     limit least(greatest(max_count, 0), 10000);
 end;

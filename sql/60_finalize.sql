@@ -418,7 +418,9 @@ begin
                       join sift.chunks k on k.chunk_id = u.id
                       left join sift.vector_spaces s
                              on s.collection_id = k.collection_id and s.active and not s.builtin
-                      left join sift.chunk_vectors v on v.space_id = s.space_id and v.chunk_id = k.chunk_id
+                      left join lateral (select x.embedding from sift.chunk_vectors x
+                                         where x.space_id = s.space_id and x.chunk_id = k.chunk_id
+                                         limit 1) v on true
                       order by u.i);
         sim := pg_catalog.array_fill(null::double precision, array[cardinality(p_id)]);
         alive := p_ok;
