@@ -73,6 +73,24 @@ def test_ingest_search_explain_through_the_cli(dsn, kb, capsys):
     assert "kept" in out and "cut" in out                       # one kept, one below the cut
 
 
+def test_reembed_moves_a_collection_through_the_cli(dsn, db, kb, capsys, tmp_path):
+    """`pgsift reembed` with the static embedder, then with vectors from a file; `pgsift spaces`."""
+    assert main(["--dsn", dsn, "reembed", "kb", "static-64", "--embedder", "static", "--dims", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 2 vectors" in out and "searches now use static-64 (was default)" in out
+    ids = [r[0] for r in db.execute("select chunk_id from sift.chunks order by chunk_id").fetchall()]
+    np.savez(tmp_path / "v.npz", chunk_ids=np.array(ids), embeddings=np.eye(len(ids), 16, dtype=np.float32))
+    assert main(["--dsn", dsn, "reembed", "kb", "mine", "--vectors", str(tmp_path / "v.npz"), "--drop-old"]) == 0
+    assert "dropped static-64" in capsys.readouterr().out
+    assert main(["--dsn", dsn, "spaces", "kb", "--json"]) == 0
+    spaces = json.loads(capsys.readouterr().out)
+    assert [(s["name"], s["dimensions"], s["active"], s["missing"]) for s in spaces] == [
+        ("mine", 16, True, 0), ("default", 384, False, 0)]
+    np.savez(tmp_path / "short.npz", chunk_ids=np.array(ids[:1]), embeddings=np.eye(1, 8, dtype=np.float32))
+    assert main(["--dsn", dsn, "reembed", "kb", "short", "--vectors", str(tmp_path / "short.npz")]) == 2
+    assert "no vector for chunk" in capsys.readouterr().err
+
+
 def test_set_reaches_search_and_explain(dsn, db, kb, capsys, embedder):
     question = "how long until my refund is paid"
     vector = embedder.embed([question])[0]

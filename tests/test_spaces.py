@@ -236,6 +236,25 @@ def kb_writer(dsn: str) -> None:
                 continue
 
 
+def test_an_interrupted_backfill_resumes_where_it_stopped(kb, db):
+    keys = chunk_keys(db, "kb")
+    calls: list[int] = []
+
+    def flaky(ids, texts):
+        calls.append(len(ids))
+        if len(calls) == 3:
+            raise RuntimeError("the embedding service went away")
+        return [new_vector(t, keys[i]) for i, t in zip(ids, texts, strict=True)]
+
+    with pytest.raises(RuntimeError):
+        kb.reembed("kb", "mini5", dimensions=NEW, vectors=flaky, batch_size=20)
+    status = {s.name: s for s in kb.vector_spaces("kb")}
+    assert status["default"].active and status["mini5"].missing == 50       # two batches landed
+    report = kb.reembed("kb", "mini5", vectors=flaky, batch_size=20)
+    assert report.written == 50 and report.batches == 3 and report.switched
+    assert db.execute("select count(*), count(distinct chunk_id) from sift.chunk_vectors").fetchone() == (90, 90)
+
+
 def test_bad_space_requests_are_typed(kb, db):
     with pytest.raises(SpaceNotFound):
         kb.search("kb", "alpha", embedding=np.ones(OLD), top_k=3, dense_space="nope")
