@@ -271,19 +271,16 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    col sift.collections := sift._collection(collection);
-    n   bigint;
+    col   sift.collections := sift._collection(collection);
+    fpath jsonpath := sift.filter_path(filter);   -- SF003 for a malformed filter
+    n     bigint;
 begin
     -- A delete that names nothing would empty the collection: only on purpose.
-    if filter is not null and pg_catalog.jsonb_typeof(filter) <> 'object' then
-        raise exception 'filter must be a JSON object, got %', pg_catalog.jsonb_typeof(filter)
-            using errcode = 'SF003';
-    end if;
     if source_prefix is not null and (pg_catalog.btrim(source_prefix) = '' or length(source_prefix) > 2048) then
         raise exception 'source_prefix must be a non-blank prefix of at most 2,048 characters'
             using errcode = 'SF003';
     end if;
-    if coalesce(filter, '{}'::jsonb) = '{}'::jsonb and source_prefix is null and not coalesce(delete_all, false) then
+    if fpath is null and source_prefix is null and not coalesce(delete_all, false) then
         raise exception 'delete_documents needs a filter or a source_prefix; it would delete every document '
                         'of collection "%"', col.name
             using errcode = 'SF003', hint = 'pass delete_all => true to empty the collection';
@@ -295,7 +292,7 @@ begin
     -- and the chunks' delete trigger keeps the BM25 statistics exact.
     delete from sift.documents d
     where d.collection_id = col.collection_id
-      and (filter is null or d.metadata @> filter)
+      and (fpath is null or pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true))
       and (source_prefix is null or pg_catalog.starts_with(d.source_uri, source_prefix))
       and (keep is null or not (d.source_uri = any (keep)));
     get diagnostics n = row_count;
@@ -310,9 +307,9 @@ begin
 end;
 $$;
 comment on function sift.delete_documents(text, jsonb, text, boolean, text[]) is
-    'Deletes the documents (with their chunks and sections) whose metadata contains filter '
-    '(jsonb containment) and whose source_uri starts with source_prefix, in one statement, but '
-    'those whose source_uri is in keep (a re-crawl: delete what is no longer there); returns '
+    'Deletes the documents (with their chunks and sections) whose metadata matches filter '
+    '(sift.filter_path: equality, $gt, $in, $or, ...) and whose source_uri starts with '
+    'source_prefix, in one statement, but those whose source_uri is in keep (a re-crawl: delete what is no longer there); returns '
     'how many. Neither filter nor source_prefix, or a call that would leave the collection empty: '
     'SF003 (nothing deleted) unless delete_all => true. Statistics '
     'stay exact; run sift.refresh_lexical_stats after many deletions. Writes.';

@@ -172,7 +172,7 @@ comment on function sift._bm25_impact(double precision, double precision, double
 
 create or replace function sift._bm25_scores(
     ids bigint[], terms text[], idfs double precision[], avgdl double precision,
-    k1 double precision, b double precision, match tsquery, filter jsonb, n integer)
+    k1 double precision, b double precision, match tsquery, fpath jsonpath, n integer)
 returns table (chunk_id bigint, score double precision)
 language sql stable security invoker
 as $$
@@ -194,16 +194,18 @@ as $$
     cross join lateral pg_catalog.unnest(pg_catalog.ts_filter(
         pg_catalog.setweight(pg_catalog.setweight(c.search_vector, 'D'), 'A', terms), '{a}')) u
     where c.search_vector @@ match
-      and (filter is null or filter = '{}'::jsonb
+      and (fpath is null
            or exists (select 1 from sift.documents d
-                      where d.document_id = c.document_id and d.metadata @> filter))
+                      where d.document_id = c.document_id
+                        and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true)))
     group by c.chunk_id
     order by 2 desc, c.chunk_id
     limit n
 $$;
 comment on function sift._bm25_scores(bigint[], text[], double precision[], double precision,
-    double precision, double precision, tsquery, jsonb, integer) is
-    'Internal: exact BM25 scores of a candidate set, best n first, filter and match applied.';
+    double precision, double precision, tsquery, jsonpath, integer) is
+    'Internal: exact BM25 scores of a candidate set, best n first, metadata filter (sift.filter_path) '
+    'and match applied.';
 
 
 create or replace function sift._text_matches(collection_id bigint, query tsquery,
@@ -313,7 +315,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    filtered   boolean := filter is not null and filter <> '{}'::jsonb;
+    fpath      jsonpath := sift.filter_path(filter);
+    filtered   boolean := fpath is not null;
     scorer     text := knobs.lexical_scorer;
     k1         double precision := knobs.bm25_k1;
     b          double precision := knobs.bm25_b;
@@ -364,7 +367,7 @@ begin
               where c.chunk_id = any (sift._matching_chunks(col.collection_id, match, n_chunks))
                 and (not filtered or exists (select 1 from sift.documents d
                                              where d.document_id = c.document_id
-                                               and d.metadata @> filter))
+                                               and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true)))
               order by 2 desc, c.chunk_id
               limit n) s;
         return query select * from sift._lift_and_sink(best, scores, lift, sink);
@@ -402,7 +405,7 @@ begin
     select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
            array_agg(x.score order by x.score desc, x.chunk_id)
     into best, scores
-    from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, match, filter, n) x;
+    from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, match, fpath, n) x;
     scored := rare_ids;
     -- Blocks per list the budget allows (reads restart from the top, so the
     -- rounds before the last add at most a third of it).
@@ -492,7 +495,7 @@ begin
                   from (select * from unnest(best, scores) as y(chunk_id, score)
                         union all
                         select * from sift._bm25_scores(cand_ids[pos:pos + batch - 1], t_lexeme,
-                                                        t_idf, avgdl, k1, b, match, filter, n)) z
+                                                        t_idf, avgdl, k1, b, match, fpath, n)) z
                   where z.chunk_id is not null
                   order by z.score desc, z.chunk_id
                   limit n) x;
@@ -515,7 +518,7 @@ begin
                    array_agg(x.score order by x.score desc, x.chunk_id)
             into best, scores
             from sift._bm25_scores(sift._matching_chunks(col.collection_id, match, n_chunks),
-                                   t_lexeme, t_idf, avgdl, k1, b, match, filter, n) x;
+                                   t_lexeme, t_idf, avgdl, k1, b, match, fpath, n) x;
         end if;
         -- Otherwise the best of what was read and scored: bounded cost, and
         -- exact scores for every chunk returned.

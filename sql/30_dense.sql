@@ -31,7 +31,7 @@ returns text
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- $1 query vector, $2 collection ids, $3 metadata filter, $4 n, $5 the
+    -- $1 query vector, $2 collection ids, $3 metadata filter (sift.filter_path), $4 n, $5 the
     -- space (added: its vectors in sift.chunk_vectors; else the chunks' own).
     -- The HNSW form orders by the indexed expression itself (ordering by a
     -- computed column turns the index into a sequential scan); the exact form
@@ -56,7 +56,8 @@ as $$
         sift._distance_operator(distance),
         case when filtered then
             'and exists (select 1 from sift.documents d '
-            'where d.document_id = c.document_id and d.metadata @> $3)' else '' end,
+            'where d.document_id = c.document_id '
+            'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true))' else '' end,
         case when exact then '' else
             format('order by c.embedding::@extschema:vector@.vector(%s) %s $1 limit $4', dims, sift._distance_operator(distance)) end,
         case when added then 'sift.chunk_vectors' else 'sift.chunks' end,
@@ -76,7 +77,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    filtered  boolean := filter is not null and filter <> '{}'::jsonb;
+    fpath     jsonpath := sift.filter_path(filter);
+    filtered  boolean := fpath is not null;
     iterative boolean := sift._pgvector_has_iterative_scan();
     saved_ef  text := current_setting('hnsw.ef_search', true);
     saved_it  text := case when iterative then current_setting('hnsw.iterative_scan', true) end;
@@ -100,7 +102,7 @@ begin
         execute format('select array_agg(l.chunk_id order by l.rank), array_agg(l.distance order by l.rank) from (%s) l',
                        sift._dense_leg_sql(dims, metric, false, filtered, space_id is not null))
             into ids, dists
-            using query, collection_ids, filter, n, space_id;
+            using query, collection_ids, fpath, n, space_id;
         perform set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true);
         if iterative then
             perform set_config('hnsw.iterative_scan', coalesce(saved_it, 'off'), true);
@@ -116,7 +118,7 @@ begin
     end if;
 
     return query execute sift._dense_leg_sql(dims, metric, true, filtered, space_id is not null)
-        using query, collection_ids, filter, n, space_id;
+        using query, collection_ids, fpath, n, space_id;
 end;
 $$;
 comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer,

@@ -103,10 +103,8 @@ begin
         raise exception 'match_count must be between 0 and 1000, got %', match_count
             using errcode = '23514', constraint = 'match_count_valid';
     end if;
-    if filter is not null and jsonb_typeof(filter) <> 'object' then
-        raise exception 'filter must be a JSON object, got %', jsonb_typeof(filter)
-            using errcode = 'SF003';
-    end if;
+    -- A malformed filter or an unknown operator: SF003 naming where.
+    perform sift.filter_path(filter);
     if octet_length(query_text) > 1000000 then
         raise exception 'query_text has % bytes; at most 1,000,000 are searched', octet_length(query_text)
             using errcode = 'SF003';

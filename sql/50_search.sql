@@ -109,7 +109,8 @@ begin
                'not retrieved: outside both legs'' top '
                    || greatest((ks[i]).fetch_k, explain.match_count)
                    || case when explain.filter is not null and explain.filter <> '{}'::jsonb
-                                and not (d.metadata @> explain.filter)
+                                and not coalesce(pg_catalog.jsonb_path_match_tz(
+                                        d.metadata, sift.filter_path(explain.filter), '{}', true), false)
                            then '; excluded by the metadata filter' else '' end
                    || case when plan.lexical_query is null
                            then '; lexical leg did not run'

@@ -208,6 +208,9 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("eval_history", rows("select * from sift.eval_history(%s)", [name])),
         ("rebind", rows("select * from sift.rebind_golden_set(%s, 'gs')", [name])),
         ("lexical_query", one("select sift.lexical_query('alpha')")),
+        ("filter_path", one("select sift.filter_path('{\"year\": {\"$gt\": 2020}}')::text as path")),
+        ("search_filtered", rows("select * from sift.search('docs', 'alpha', filter => %s)",
+                                 [Jsonb({"$or": [{"n": {"$gte": 0}}, {"parity": "odd"}]})])),
         ("language_config", one("select sift.language_config('de-AT')")),
         ("rrf", rows("select * from sift.rrf(%s, %s, 0.5, 5)", [chunk_ids, chunk_ids])),
         ("recency_factor", one("select sift.recency_factor(now(), now(), '1 day', 0.5)")),
@@ -292,7 +295,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
 
 
 # Functions that touch no table: they only echo what they are given.
-PURE = {"rrf", "recency_factor", "contextualize", "lexical_query", "language_config"}
+PURE = {"rrf", "recency_factor", "contextualize", "lexical_query", "language_config", "filter_path"}
 ID_COLUMNS = {"chunk_id": "chunks", "section_id": "sections", "document_id": "documents",
               "collection_id": "collections", "golden_set_id": "golden_sets", "question_id": "questions"}
 

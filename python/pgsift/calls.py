@@ -88,7 +88,7 @@ def knobs_json(knobs: Mapping[str, Any] | None) -> Jsonb:
 
 def filter_json(filter: Any) -> Jsonb:
     if filter is not None and not isinstance(filter, Mapping):
-        raise InvalidArgument("filter must be a dict (matched by jsonb containment)")
+        raise InvalidArgument("filter must be a dict (equality, or operators such as $gt and $in: sift.filter_path)")
     return Jsonb(_json_value(dict(filter or {}), "filter"))
 
 
