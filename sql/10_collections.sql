@@ -36,43 +36,48 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    opclass text := case distance
-        when 'cosine' then 'vector_cosine_ops'
-        when 'l2' then 'vector_l2_ops'
-        when 'inner_product' then 'vector_ip_ops' end;
+    -- Past 2,000 dimensions (HNSW's limit on vector) the index holds halfvec
+    -- (up to 4,000); the leg walks it and re-scores at full precision.
+    half    boolean := dims > 2000;
+    kind    text := case when dims > 2000 then 'halfvec' else 'vector' end;
+    opclass text := kind || case distance
+        when 'cosine' then '_cosine_ops'
+        when 'l2' then '_l2_ops'
+        when 'inner_product' then '_ip_ops' end;
     index_name text := format('chunks_hnsw_%s_%s', distance, dims);
+    tables  text[] := array['chunks', 'chunk_vectors'];
+    names   text[] := array[index_name, format('chunk_vectors_hnsw_%s_%s', distance, dims)];
 begin
     -- The one SECURITY DEFINER function: an index on the shared chunks table
     -- can only be created by its owner, and collection admins create
     -- collections. Its arguments are an integer and a checked domain, and
     -- everything in the statement is qualified.
-    if dims is null or dims not between 1 and 2000 or opclass is null then
+    if dims is null or dims not between 1 and 4000 or opclass is null then
         raise exception 'no HNSW index for % dimensions and distance %', dims, distance using errcode = 'SF003';
+    end if;
+    if half and pg_catalog.to_regtype('@extschema:vector@.halfvec') is null then
+        raise exception 'embeddings of % dimensions need pgvector 0.7 or later (halfvec)', dims
+            using errcode = 'SF003';
     end if;
     -- One partial index per (dimension, distance) on the chunks (the built-in
     -- spaces) and one on sift.chunk_vectors (the added spaces): pgvector needs a
     -- fixed dimension to index, and the predicate keeps other dimensions out.
     -- Looked up first, so a second collection of a size prints no notice.
-    if pg_catalog.to_regclass(pg_catalog.format('sift.%I', index_name)) is null then
-        execute format(
-            'create index if not exists %I on sift.chunks using hnsw '
-            '((embedding::@extschema:vector@.vector(%s)) @extschema:vector@.%s) '
-            'where @extschema:vector@.vector_dims(embedding) = %s',
-            index_name, dims, opclass, dims);
-    end if;
-    if pg_catalog.to_regclass(pg_catalog.format('sift.%I', 'chunk_vectors_hnsw_' || distance || '_' || dims)) is null then
-        execute format(
-            'create index if not exists %I on sift.chunk_vectors using hnsw '
-            '((embedding::@extschema:vector@.vector(%s)) @extschema:vector@.%s) '
-            'where @extschema:vector@.vector_dims(embedding) = %s',
-            'chunk_vectors_hnsw_' || distance || '_' || dims, dims, opclass, dims);
-    end if;
+    for i in 1 .. 2 loop
+        if pg_catalog.to_regclass(pg_catalog.format('sift.%I', names[i])) is null then
+            execute format(
+                'create index if not exists %I on sift.%I using hnsw '
+                '((embedding::@extschema:vector@.%s(%s)) @extschema:vector@.%s) '
+                'where @extschema:vector@.vector_dims(embedding) = %s',
+                names[i], tables[i], kind, dims, opclass, dims);
+        end if;
+    end loop;
     return index_name;
 end;
 $$;
 comment on function sift._ensure_dense_index(integer, sift.distance) is
     'Internal, writes: creates the partial HNSW indexes for one (dimension, distance) if missing, '
-    'on sift.chunks and on sift.chunk_vectors. '
+    'on sift.chunks and on sift.chunk_vectors (halfvec past 2,000 dimensions, up to 4,000). '
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
@@ -94,8 +99,8 @@ begin
         raise exception 'distance must be cosine, l2 or inner_product, got "%"', left(distance, 100)
             using errcode = '23514', constraint = 'distance_valid';
     end if;
-    if embedding_dims is null or embedding_dims not between 1 and 2000 then
-        raise exception 'embedding_dims must be between 1 and 2000 (pgvector''s HNSW limit), got %',
+    if embedding_dims is null or embedding_dims not between 1 and 4000 then
+        raise exception 'embedding_dims must be between 1 and 4000 (pgvector''s HNSW limit on halfvec), got %',
             coalesce(embedding_dims::text, 'null')
             using errcode = '23514', constraint = 'embedding_dims_valid';
     end if;
@@ -111,7 +116,7 @@ end;
 $$;
 comment on function sift.create_collection(text, integer, text, text, text, jsonb) is
     'Creates a collection of the current tenant (names are unique per tenant) with its language, '
-    'embedding size (1 to 2000) and distance (cosine, l2, inner_product), and any knob values in '
+    'embedding size (1 to 4000; past 2000 indexed as halfvec) and distance (cosine, l2, inner_product), and any knob values in '
     'knobs (see sift.knobs(); a preset is allowed). Adds the HNSW index for the embedding size if '
     'this is the first collection of that size. Writes.';
 

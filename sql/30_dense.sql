@@ -58,8 +58,14 @@ as $$
             'and exists (select 1 from sift.documents d '
             'where d.document_id = c.document_id '
             'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true))' else '' end,
-        case when exact then '' else
-            format('order by c.embedding::@extschema:vector@.vector(%s) %s $1 limit $4', dims, sift._distance_operator(distance)) end,
+        -- Past 2,000 dimensions the index holds halfvec: walked in half
+        -- precision, the distances above re-scored at full.
+        case when exact then ''
+             when dims > 2000 then
+                 format('order by c.embedding::@extschema:vector@.halfvec(%s) %s $1::@extschema:vector@.halfvec(%s) '
+                        'limit $4', dims, sift._distance_operator(distance), dims)
+             else format('order by c.embedding::@extschema:vector@.vector(%s) %s $1 limit $4', dims,
+                         sift._distance_operator(distance)) end,
         case when added then 'sift.chunk_vectors' else 'sift.chunks' end,
         case when added then 'and c.space_id = $5' else '' end)
 $$;

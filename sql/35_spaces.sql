@@ -128,8 +128,8 @@ declare
     col     sift.collections := sift._collection(add_vector_space.collection);
     created sift.vector_spaces;
 begin
-    if dimensions is null or dimensions not between 1 and 2000 then
-        raise exception 'dimensions must be between 1 and 2000 (pgvector''s HNSW limit), got %',
+    if dimensions is null or dimensions not between 1 and 4000 then
+        raise exception 'dimensions must be between 1 and 4000 (pgvector''s HNSW limit on halfvec), got %',
             coalesce(dimensions::text, 'null') using errcode = 'SF003';
     end if;
     if exists (select 1 from sift.vector_spaces s where s.collection_id = col.collection_id and s.name = space) then

@@ -84,7 +84,7 @@ def test_boundary_values_are_accepted(db):
 
 
 @pytest.mark.parametrize("column, value, constraint", [
-    ("embedding_dims", 0, "embedding_dims_valid"), ("embedding_dims", 2001, "embedding_dims_valid"),
+    ("embedding_dims", 0, "embedding_dims_valid"), ("embedding_dims", 4001, "embedding_dims_valid"),
     ("distance", "manhattan", "distance_valid"), ("name", "   ", "name_shape"), ("name", "x" * 129, "name_shape"),
     ("tenant", " ", "name_shape")])
 def test_table_checks_guard_what_the_functions_pass_through(db, column, value, constraint):
