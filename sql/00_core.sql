@@ -342,6 +342,7 @@ declare
     doc_language text;
     limit_bytes integer;
     vector_changed boolean;
+    builtin  sift.vector_spaces;
 begin
     -- Writers share this collection's lock; building impact lists takes it
     -- alone (sift.refresh_lexical_stats), so no chunk lands between a list's
@@ -370,6 +371,10 @@ begin
                 raise exception 'chunk % of document % has no embedding', old.ordinal, old.document_id
                     using errcode = 'SF003';
             end if;
+            -- What the writer cannot change here stays as it was.
+            new.collection_id := old.collection_id;
+            new.search_vector := old.search_vector;
+            new.lexical_length := old.lexical_length;
             return new;
         end if;
     end if;
@@ -398,17 +403,22 @@ begin
         -- The chunk's own column holds the built-in space's vectors: given when
         -- that space is the active one, else never (the active space's vectors
         -- go to sift.chunk_vectors, as sift.write_chunks does).
-        if exists (select 1 from sift.vector_spaces s
-                   where s.collection_id = col.collection_id and s.active and s.builtin) then
+        select s.* into builtin from sift.vector_spaces s where s.collection_id = col.collection_id and s.builtin;
+        if builtin.active or builtin.space_id is null then
             if new.embedding is null then
                 raise exception 'chunk % of document % has no embedding', new.ordinal, new.document_id
                     using errcode = 'SF003';
             end if;
             perform sift._check_vector(col, new.embedding, format('the embedding of chunk %s', new.ordinal));
-        elsif new.embedding is not null then
+        elsif new.embedding is not null and tg_op = 'INSERT' then
             raise exception 'collection "%" searches an added vector space: write chunks with '
                             'sift.write_chunks, which stores their vectors there', col.name
                 using errcode = 'SF003';
+        elsif new.embedding is not null then
+            -- Filling the built-in space while another is active (to switch back).
+            perform sift._check_dims(builtin.dimensions, builtin.distance,
+                                     format('the built-in space of collection "%s"', col.name), new.embedding,
+                                     format('the embedding of chunk %s', new.ordinal));
         end if;
     end if;
     -- A chunk's section is one of its own document's (which the caller can see).
@@ -422,6 +432,8 @@ begin
     -- re-analyse. (Re-analysis sets the context to itself and keeps the vector.)
     if tg_op = 'UPDATE' and vector_changed and new.context is not distinct from old.context
        and new.section_id is not distinct from old.section_id then
+        new.search_vector := old.search_vector;
+        new.lexical_length := old.lexical_length;
         return new;
     end if;
     -- The document's language picks the configuration; without one, the collection's.

@@ -30,7 +30,8 @@ comment on function sift._regconfig(text) is
     'Internal: validates a language name against pg_ts_config (SF004 lists the choices).';
 
 
-create or replace function sift._ensure_dense_index(dims integer, distance sift.distance)
+create or replace function sift._ensure_dense_index(dims integer, distance sift.distance,
+                                                    added_only boolean default false)
 returns text
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
@@ -63,7 +64,9 @@ begin
     -- spaces) and one on sift.chunk_vectors (the added spaces): pgvector needs a
     -- fixed dimension to index, and the predicate keeps other dimensions out.
     -- Looked up first, so a second collection of a size prints no notice.
-    for i in 1 .. 2 loop
+    -- An added space needs only sift.chunk_vectors' (a built-in space's size
+    -- never changes, and an index on the chunks locks every tenant's writes).
+    for i in case when added_only then 2 else 1 end .. 2 loop
         if pg_catalog.to_regclass(pg_catalog.format('sift.%I', names[i])) is null then
             execute format(
                 'create index if not exists %I on sift.%I using hnsw '
@@ -75,9 +78,10 @@ begin
     return index_name;
 end;
 $$;
-comment on function sift._ensure_dense_index(integer, sift.distance) is
+comment on function sift._ensure_dense_index(integer, sift.distance, boolean) is
     'Internal, writes: creates the partial HNSW indexes for one (dimension, distance) if missing, '
-    'on sift.chunks and on sift.chunk_vectors (halfvec past 2,000 dimensions, up to 4,000). '
+    'on sift.chunks and on sift.chunk_vectors (halfvec past 2,000 dimensions, up to 4,000; '
+    'added_only: only the latter, for an added space). '
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
@@ -413,7 +417,10 @@ begin
     where d.document_id = document_ids[1] and s.active;
     if space.collection_id is not null then
         perform pg_catalog.pg_advisory_xact_lock_shared(sift._lists_lock_key(space.collection_id));
-        select s.* into space from sift.vector_spaces s where s.collection_id = space.collection_id and s.active;
+        -- Locked: under repeatable read a switch committed meanwhile is a
+        -- serialization failure (retry), never chunks written to the old space.
+        select s.* into space from sift.vector_spaces s
+        where s.collection_id = space.collection_id and s.active for share;
     end if;
     if space.space_id is null or space.builtin then
         insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding, section_id)
@@ -424,6 +431,9 @@ begin
              as u(d, o, c, x, t, e, so);
         get diagnostics written = row_count;
         return written;
+    end if;
+    if exists (select 1 from unnest(embeddings) as u(e) where u.e is null) then
+        raise exception 'write_chunks: every chunk needs an embedding' using errcode = 'SF003';
     end if;
     if exists (select 1 from sift.documents d where d.document_id = any (document_ids)
                and d.collection_id <> space.collection_id) then

@@ -11,10 +11,13 @@ begin
     -- An update that re-analysed no text (a vector cleared or replaced) leaves
     -- the statistics and lists as they are.
     if tg_op = 'UPDATE' then
-        if not exists (select 1 from old_chunks o join new_chunks n on n.chunk_id = o.chunk_id
-                       where o.search_vector is distinct from n.search_vector
-                          or o.lexical_length is distinct from n.lexical_length
-                          or o.collection_id is distinct from n.collection_id) then
+        -- (A set difference, hashed or sorted: a join of the two transition
+        -- tables, which have no statistics, is planned as a nested loop.)
+        if not exists (select o.chunk_id, o.collection_id, o.lexical_length, pg_catalog.md5(o.search_vector::text)
+                       from old_chunks o
+                       except
+                       select n.chunk_id, n.collection_id, n.lexical_length, pg_catalog.md5(n.search_vector::text)
+                       from new_chunks n) then
             return null;
         end if;
     end if;

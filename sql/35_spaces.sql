@@ -138,7 +138,7 @@ begin
     insert into sift.vector_spaces (collection_id, name, dimensions, distance, model)
     values (col.collection_id, space, dimensions, distance, model)
     returning * into created;
-    perform sift._ensure_dense_index(created.dimensions, created.distance);
+    perform sift._ensure_dense_index(created.dimensions, created.distance, true);
     return created;
 end;
 $$;
@@ -168,23 +168,46 @@ begin
         raise exception 'write_space_vectors takes at most 10,000 vectors a call, got %', cardinality(chunk_ids)
             using errcode = 'SF003';
     end if;
+    if target.builtin then
+        -- The built-in space is the chunks' own column (filled again to switch
+        -- back to it): a vector-only update, which re-analyses nothing.
+        update sift.chunks k set embedding = u.e::@extschema:vector@.vector
+        from unnest(chunk_ids, embeddings) as u(id, e)
+        where k.chunk_id = u.id and k.collection_id = col.collection_id;
+        get diagnostics written = row_count;
+        return written;
+    end if;
+    -- A chunk deleted meanwhile (a document re-crawled during a backfill) is
+    -- skipped, not an error: the row lock keeps the others from going before
+    -- their vectors are in.
     insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, embedding)
-    select target.space_id, u.id, 0, 0, u.e::@extschema:vector@.vector
+    select target.space_id, k.chunk_id, 0, 0, u.e::@extschema:vector@.vector
     from unnest(chunk_ids, embeddings) as u(id, e)
+    join (select c.chunk_id from sift.chunks c
+          where c.chunk_id = any (chunk_ids) and c.collection_id = col.collection_id
+          for key share) k on k.chunk_id = u.id
     on conflict (space_id, chunk_id) do update set embedding = excluded.embedding;
     get diagnostics written = row_count;
+    if written < coalesce(cardinality(chunk_ids), 0) and exists (
+        select 1 from unnest(chunk_ids) as u(id)
+        join sift.chunks c on c.chunk_id = u.id and c.collection_id <> col.collection_id) then
+        raise exception 'write_space_vectors: a chunk is not a chunk of collection "%"', col.name
+            using errcode = 'SF006';
+    end if;
     return written;
 end;
 $$;
 comment on function sift.write_space_vectors(text, text, bigint[], text[]) is
-    'Writes (or replaces) chunks'' vectors in an added space, up to 10,000 a call (pgvector text '
-    'form); a chunk of another collection or tenant is SF006, a vector of another size SF002. Writes.';
+    'Writes (or replaces) chunks'' vectors in a space (the built-in one: the chunks'' own column), '
+    'up to 10,000 a call (pgvector text form), and returns how many; a chunk deleted meanwhile is '
+    'skipped, one of another collection is SF006, a vector of another size SF002. Writes.';
 
 
 create or replace function sift.missing_space_vectors(
-    collection text,
-    space      text,
-    max_count  integer default 1000)
+    collection     text,
+    space          text,
+    max_count      integer default 1000,
+    after_chunk_id bigint default null)
 returns table (chunk_id bigint, document text)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -194,26 +217,29 @@ declare
     target sift.vector_spaces := sift._space(sift._collection(missing_space_vectors.collection),
                                              missing_space_vectors.space);
 begin
-    -- What a backfill embeds next: always the missing ones, so an interrupted
-    -- backfill resumes where it stopped and chunks written meanwhile are
-    -- picked up. The text is what the ingest embeds: context, blank line, content.
+    -- What a backfill embeds next, in chunk order: the missing ones past
+    -- after_chunk_id (a backfill walks the collection once, then goes round
+    -- again from the start for chunks written meanwhile), so an interrupted
+    -- backfill resumes where it stopped. The text is what the ingest embeds:
+    -- context, blank line, content. Each chunk's vector is probed by key (a
+    -- lateral with a limit stays a keyed probe whatever the statistics say).
     return query
-    -- Each chunk's vector probed by key (a lateral with a limit stays a keyed
-    -- probe whatever the statistics say of a freshly loaded collection).
     select k.chunk_id, sift.contextualize(k.context, k.content)
     from sift.chunks k
     left join lateral (select true as present from sift.chunk_vectors v
                        where not target.builtin and v.space_id = target.space_id and v.chunk_id = k.chunk_id
                        limit 1) v on true
     where k.collection_id = target.collection_id
+      and (after_chunk_id is null or k.chunk_id > after_chunk_id)
       and case when target.builtin then k.embedding is null else v.present is null end
     order by k.chunk_id
     limit least(greatest(max_count, 0), 10000);
 end;
 $$;
-comment on function sift.missing_space_vectors(text, text, integer) is
-    'The chunks of a collection without a vector in a space, in chunk order, at most max_count '
-    '(10,000), with the text to embed (sift.contextualize of context and content). Read-only.';
+comment on function sift.missing_space_vectors(text, text, integer, bigint) is
+    'The chunks of a collection without a vector in a space, in chunk order past after_chunk_id '
+    '(null: from the start), at most max_count (10,000), with the text to embed '
+    '(sift.contextualize of context and content). Read-only.';
 
 
 create or replace function sift.vector_space_status(collection text)
@@ -249,7 +275,17 @@ begin
     -- Writers of the collection wait while it switches (each chunk write holds
     -- this lock shared): a chunk written between the count and the switch would
     -- otherwise lack a vector in the space searched.
+    if pg_catalog.current_setting('transaction_isolation') <> 'read committed' then
+        raise exception 'switch_vector_space runs at read committed: it must count what writers committed '
+                        'while it waited' using errcode = 'SF003';
+    end if;
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    perform 1 from sift.vector_spaces s where s.collection_id = col.collection_id for update;
+    select s.* into target from sift.vector_spaces s where s.space_id = target.space_id;
+    if target.space_id is null then
+        raise exception 'vector space "%" of collection "%" was dropped meanwhile', switch_vector_space.space,
+            col.name using errcode = 'SF013';
+    end if;
     missing := sift._space_missing(target);
     if missing > 0 then
         raise exception 'vector space "%" of collection "%" lacks vectors for % chunk(s): fill them first',
@@ -257,8 +293,12 @@ begin
             using errcode = 'SF014',
                   hint = 'sift.missing_space_vectors lists them; sift.write_space_vectors writes them';
     end if;
-    update sift.vector_spaces s set active = (s.space_id = target.space_id)
-    where s.collection_id = col.collection_id and (s.active or s.space_id = target.space_id);
+    -- Two statements: the one-active index is checked row by row.
+    update sift.vector_spaces s set active = false
+    where s.collection_id = col.collection_id and s.active and s.space_id <> target.space_id;
+    perform pg_catalog.set_config('pgsift.switching', target.space_id::text, true);
+    update sift.vector_spaces s set active = true where s.space_id = target.space_id;
+    perform pg_catalog.set_config('pgsift.switching', '', true);
     -- The collection's size and distance are the active space's: query vectors
     -- and written chunks are checked against them.
     update sift.collections c set embedding_dims = target.dimensions, distance = target.distance
@@ -281,7 +321,15 @@ as $$
 declare
     col    sift.collections := sift._collection(drop_vector_space.collection);
     target sift.vector_spaces := sift._space(col, drop_vector_space.space);
+    gone   integer;
 begin
+    -- Ordered with switches (the same lock), and the space read again under
+    -- it: a switch that made it active meanwhile wins.
+    perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    select s.* into target from sift.vector_spaces s where s.space_id = target.space_id for update;
+    if target.space_id is null then
+        return false;
+    end if;
     if target.active then
         raise exception 'vector space "%" is the one collection "%" searches: switch to another first',
             target.name, col.name using errcode = 'SF003';
@@ -292,10 +340,57 @@ begin
         update sift.chunks k set embedding = null
         where k.collection_id = col.collection_id and k.embedding is not null;
     end if;
-    delete from sift.vector_spaces s where s.space_id = target.space_id;
-    return true;
+    delete from sift.vector_spaces s where s.space_id = target.space_id and not s.active;
+    get diagnostics gone = row_count;
+    return gone = 1;
 end;
 $$;
 comment on function sift.drop_vector_space(text, text) is
     'Drops a vector space that is not the active one, with its vectors (the built-in one''s are '
     'cleared from the chunks). Writes (collection admins).';
+
+
+create or replace function sift._vector_spaces_guard()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The functions of this file keep a collection's spaces coherent; a
+    -- direct write may change a space's model, nothing that would leave its
+    -- vectors or the collection's size wrong.
+    if tg_op = 'INSERT' then
+        if (new.builtin or new.active) and pg_catalog.pg_trigger_depth() < 2 then
+            raise exception 'a built-in or active vector space comes with its collection; add others with '
+                            'sift.add_vector_space' using errcode = 'SF003';
+        end if;
+        return new;
+    end if;
+    if tg_op = 'DELETE' then
+        if old.active and exists (select 1 from sift.collections c where c.collection_id = old.collection_id) then
+            raise exception 'vector space "%" is the one its collection searches: switch to another first',
+                old.name using errcode = 'SF003';
+        end if;
+        return old;
+    end if;
+    if (new.collection_id, new.name, new.dimensions, new.distance, new.builtin)
+       is distinct from (old.collection_id, old.name, old.dimensions, old.distance, old.builtin) then
+        raise exception 'a vector space keeps its collection, name, dimensions, distance and kind: add another'
+            using errcode = 'SF003';
+    end if;
+    if new.active and not old.active
+       and pg_catalog.current_setting('pgsift.switching', true) is distinct from new.space_id::text then
+        raise exception 'a vector space becomes the active one through sift.switch_vector_space'
+            using errcode = 'SF003';
+    end if;
+    return new;
+end;
+$$;
+comment on function sift._vector_spaces_guard() is
+    'Trigger: a space keeps its collection, name, size, distance and kind; the built-in and active '
+    'ones come with their collection, the active one is never deleted, and activation goes through '
+    'sift.switch_vector_space.';
+
+create or replace trigger vector_spaces_guard
+    before insert or update or delete on sift.vector_spaces
+    for each row execute function sift._vector_spaces_guard();

@@ -92,8 +92,8 @@ begin
     for i in 1 .. coalesce(cardinality(cols), 0) loop
         if (knobs[i]).dense_space is null then
             perform sift._check_vector(cols[i], query_embedding, 'query_embedding');
-        elsif query_embedding is not null then
-            space := sift._space(cols[i], (knobs[i]).dense_space);
+        else
+            space := sift._space(cols[i], (knobs[i]).dense_space);   -- SF013 for an unknown one
             perform sift._check_dims(space.dimensions, space.distance,
                                      format('vector space "%s" of collection "%s"', space.name, (cols[i]).name),
                                      query_embedding, 'query_embedding');

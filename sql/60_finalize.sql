@@ -413,7 +413,8 @@ begin
                      from pg_catalog.unnest(p_score) with ordinality as u(s, i) order by u.i);
         -- Similarity in each chunk's active vector space (an added one's
         -- vectors are in sift.chunk_vectors).
-        embs := array(select coalesce(v.embedding, k.embedding)
+        -- (A chunk missing from its active space has no vector: similarity 0.)
+        embs := array(select case when s.space_id is null then k.embedding else v.embedding end
                       from pg_catalog.unnest(p_id) with ordinality as u(id, i)
                       join sift.chunks k on k.chunk_id = u.id
                       left join sift.vector_spaces s

@@ -52,13 +52,17 @@ returns text
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- What a page must continue: the same entry point, collections, knobs in
-    -- force (0.5 and 0.50, or a default stated, are one request), question,
-    -- vector and filter. The page size may change from page to page.
+    -- What a page must continue: the same entry point, collections (and the
+    -- vector space each searches), knobs in force (0.5 and 0.50, or a default
+    -- stated, are one request), question, vector and filter. The page size
+    -- may change from page to page.
     select pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.jsonb_build_array(
                kind,
                (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array((cols[i]).collection_id,
-                                                                         pg_catalog.to_jsonb(knobs[i]))
+                                                                         pg_catalog.to_jsonb(knobs[i]),
+                                                                         (select s.space_id from sift.vector_spaces s
+                                                                          where s.collection_id = (cols[i]).collection_id
+                                                                            and s.active))
                                             order by (cols[i]).collection_id)
                 from pg_catalog.generate_subscripts(cols, 1) as i),
                coalesce(query_text, ''), query_embedding::text, coalesce(filter, '{}'::jsonb))::text, 'UTF8')),

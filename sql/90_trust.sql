@@ -135,8 +135,9 @@ revoke all on all functions in schema sift from public;
 grant execute on all functions in schema sift to sift_reader, sift_gateway;
 -- Of the two security definer functions, the one that builds an index as the table's
 -- owner is for collection admins (sift._text_matches checks its caller itself).
-revoke execute on function sift._ensure_dense_index(integer, sift.distance) from sift_reader, sift_gateway;
-grant execute on function sift._ensure_dense_index(integer, sift.distance) to sift_admin;
+revoke execute on function sift._ensure_dense_index(integer, sift.distance, boolean)
+    from sift_reader, sift_gateway;
+grant execute on function sift._ensure_dense_index(integer, sift.distance, boolean) to sift_admin;
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
     sift.vector_spaces, sift.chunk_vectors,
@@ -161,6 +162,10 @@ grant insert, update, delete on sift.documents, sift.chunks, sift.sections, sift
 grant select, insert, update, delete on sift.list_build_plan, sift.list_build_entries to sift_writer;
 
 grant insert, update, delete on sift.collections, sift.rerankers, sift.vector_spaces to sift_admin;
+-- Writers lock the active space's row (for share, which needs an update grant)
+-- so a concurrent switch is seen even at repeatable read; the model's label is
+-- the one column a direct write may change (the guard trigger).
+grant update (model) on sift.vector_spaces to sift_writer;
 
 do $maintain$
 begin

@@ -78,10 +78,18 @@ def test_reembed_moves_a_collection_through_the_cli(dsn, db, kb, capsys, tmp_pat
     assert main(["--dsn", dsn, "reembed", "kb", "static-64", "--embedder", "static", "--dims", "64"]) == 0
     out = capsys.readouterr().out
     assert "wrote 2 vectors" in out and "searches now use static-64 (was default)" in out
+    # the CLI embeds its questions as the active space was embedded
+    assert main(["--dsn", dsn, "search", "kb", "how long until my refund is paid", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert hits[0]["source_uri"] == "refunds.md" and hits[0]["dense_space"] == "static-64"
     ids = [r[0] for r in db.execute("select chunk_id from sift.chunks order by chunk_id").fetchall()]
     np.savez(tmp_path / "v.npz", chunk_ids=np.array(ids), embeddings=np.eye(len(ids), 16, dtype=np.float32))
     assert main(["--dsn", dsn, "reembed", "kb", "mine", "--vectors", str(tmp_path / "v.npz"), "--drop-old"]) == 0
     assert "dropped static-64" in capsys.readouterr().out
+    assert main(["--dsn", dsn, "search", "kb", "refund"]) == 2   # a model the CLI does not have: said so
+    assert "cannot embed for" in capsys.readouterr().err
+    assert main(["--dsn", dsn, "search", "kb", "refund", "--no-embed"]) == 0
+    capsys.readouterr()
     assert main(["--dsn", dsn, "spaces", "kb", "--json"]) == 0
     spaces = json.loads(capsys.readouterr().out)
     assert [(s["name"], s["dimensions"], s["active"], s["missing"]) for s in spaces] == [
@@ -89,6 +97,9 @@ def test_reembed_moves_a_collection_through_the_cli(dsn, db, kb, capsys, tmp_pat
     np.savez(tmp_path / "short.npz", chunk_ids=np.array(ids[:1]), embeddings=np.eye(1, 8, dtype=np.float32))
     assert main(["--dsn", dsn, "reembed", "kb", "short", "--vectors", str(tmp_path / "short.npz")]) == 2
     assert "no vector for chunk" in capsys.readouterr().err
+    (tmp_path / "bad.npz").write_bytes(b"not a numpy file")
+    assert main(["--dsn", dsn, "reembed", "kb", "bad", "--vectors", str(tmp_path / "bad.npz")]) == 2
+    assert "an .npz with arrays chunk_ids and embeddings" in capsys.readouterr().err
 
 
 def test_set_reaches_search_and_explain(dsn, db, kb, capsys, embedder):

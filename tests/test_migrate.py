@@ -375,7 +375,7 @@ def test_only_three_functions_are_security_definer(db):
     # (row-level security keeps the index out of reach) and the cursor signer (no tenant reads
     # the key); test_trust attacks the probe and the signer.
     definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == ["sift._cursor_sign(text,name)", "sift._ensure_dense_index(integer,sift.distance)",
+    assert definers == ["sift._cursor_sign(text,name)", "sift._ensure_dense_index(integer,sift.distance,boolean)",
                         "sift._text_matches(bigint,tsquery,name)"]
 
     def grantees(name: str) -> list[str]:

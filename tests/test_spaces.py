@@ -24,6 +24,7 @@ from pgsift import (
     DimensionMismatch,
     Document,
     InvalidArgument,
+    InvalidCursor,
     SpaceIncomplete,
     SpaceNotFound,
 )
@@ -261,7 +262,7 @@ def test_bad_space_requests_are_typed(kb, db):
     with pytest.raises(SpaceNotFound):
         kb.switch_vector_space("kb", "nope")
     with pytest.raises(InvalidArgument):
-        kb.add_vector_space("kb", "big", dimensions=4000)
+        kb.add_vector_space("kb", "big", dimensions=4001)
     kb.add_vector_space("kb", "mini5", dimensions=NEW)
     with pytest.raises(InvalidArgument, match="already has"):
         kb.add_vector_space("kb", "mini5", dimensions=NEW)
@@ -272,15 +273,15 @@ def test_bad_space_requests_are_typed(kb, db):
         kb.write_space_vectors("kb", "mini5", ids, [np.ones(OLD), np.ones(OLD)])
     with pytest.raises(InvalidArgument, match="zero vector"):
         kb.write_space_vectors("kb", "mini5", ids[:1], [np.zeros(NEW)])
-    with pytest.raises(InvalidArgument, match="built-in"):
-        kb.write_space_vectors("kb", "default", ids[:1], [np.ones(OLD)])
+    with pytest.raises(DimensionMismatch):                            # the built-in space is the chunks' column
+        kb.write_space_vectors("kb", "default", ids[:1], [np.ones(NEW)])
     with pytest.raises(InvalidArgument, match="searches"):
         kb.drop_vector_space("kb", "default")
     kb.create_collection("other", embedding_dims=NEW)
     kb.upsert_documents("other", corpus(2, 2, NEW))
     other_chunk = db.execute("select min(chunk_id) from sift.chunks k join sift.collections c using "
                              "(collection_id) where c.name = 'other'").fetchone()[0]
-    with pytest.raises(Exception, match="not a chunk of the collection"):
+    with pytest.raises(Exception, match="not a chunk of collection"):
         kb.write_space_vectors("kb", "mini5", [other_chunk], [np.ones(NEW)])
     assert kb.write_space_vectors("kb", "mini5", ids, [np.ones(NEW), np.ones(NEW)]) == 2
     assert kb.write_space_vectors("kb", "mini5", ids, [np.ones(NEW), -np.ones(NEW)]) == 2   # replaced
@@ -331,3 +332,135 @@ def test_recall_of_an_added_space_through_its_hnsw_index(db, figure):
     recall = found / 300
     assert recall >= 0.95, recall
     figure("added-space recall@10 through the shared HNSW index, per mille", round(recall * 1000))
+
+
+def test_back_to_the_built_in_space_after_filling_it_again(kb, db):
+    keys = chunk_keys(db, "kb")
+    kb.reembed("kb", "mini5", dimensions=NEW, vectors=lambda ids, texts: [new_vector(t, keys[i])
+                                                                         for i, t in zip(ids, texts, strict=True)])
+    kb.upsert_documents("kb", [Document(source_uri="late", chunks=[Chunk(content="alpha late",
+                                                                         embedding=unit(np.ones(NEW)))])])
+    assert {s.name: s.missing for s in kb.vector_spaces("kb")} == {"mini5": 0, "default": 1}
+    with pytest.raises(SpaceIncomplete, match="1 chunk"):
+        kb.switch_vector_space("kb", "default")
+    stats = lexical_state(db, "kb")
+    report = kb.reembed("kb", "default", vectors=lambda ids, texts: [unit(np.ones(OLD)) for _ in ids])
+    assert report.written == 1 and report.switched and kb.get_collection("kb").embedding_dims == OLD
+    assert lexical_state(db, "kb") == stats                       # a vector-only update re-analyses nothing
+    assert kb.search("kb", "alpha", embedding=np.ones(OLD), top_k=1, hybrid=False)[0].source_uri == "late"
+    kb.switch_vector_space("kb", "mini5")                          # and forth again: the one-active index holds
+    kb.switch_vector_space("kb", "default")
+
+
+def test_a_drop_waiting_on_a_switch_never_drops_the_active_space(kb, db, dsn):
+    kb.add_vector_space("kb", "mini5", dimensions=NEW)
+    fill(kb, db, "kb", "mini5")
+    switching = psycopg.connect(dsn)
+    try:
+        switching.execute("select sift.switch_vector_space('kb', 'mini5')")   # holds the collection's lock
+        outcome: list[object] = []
+
+        def drop() -> None:
+            with psycopg.connect(dsn, autocommit=True) as other:
+                try:
+                    outcome.append(other.execute("select sift.drop_vector_space('kb', 'mini5')").fetchone())
+                except psycopg.Error as exc:
+                    outcome.append(exc.sqlstate)
+
+        thread = threading.Thread(target=drop)
+        thread.start()
+        time.sleep(0.3)
+        assert thread.is_alive()                                   # waits for the switch
+        switching.commit()
+        thread.join(timeout=10)
+    finally:
+        switching.close()
+    assert outcome == ["SF003"]
+    assert [s.name for s in kb.vector_spaces("kb") if s.active] == ["mini5"]
+
+
+def test_a_backfill_survives_documents_rewritten_meanwhile(kb, db):
+    keys = chunk_keys(db, "kb")
+    rewritten: list[str] = []
+
+    def vectors(ids, texts):
+        if not rewritten:   # a re-crawl replaces a document whose chunk is in this very batch
+            uri = keys[ids[0]][0]
+            kb.upsert_documents("kb", [Document(source_uri=uri, chunks=[Chunk(content="alpha recrawled",
+                                                                              embedding=unit(np.ones(OLD)))])])
+            rewritten.append(uri)
+        return [new_vector(t, keys.get(i, ("new", 0))) for i, t in zip(ids, texts, strict=True)]
+
+    report = kb.reembed("kb", "mini5", dimensions=NEW, vectors=vectors, batch_size=20)
+    assert report.switched and rewritten
+    assert {s.name: s.missing for s in kb.vector_spaces("kb")}["mini5"] == 0
+
+
+def test_the_chunk_trigger_keeps_what_a_vector_update_cannot_change(kb, db):
+    kb.reembed("kb", "mini5", dimensions=NEW, vectors=lambda ids, texts: [unit(np.ones(NEW)) for _ in ids])
+    kb.create_collection("other", embedding_dims=OLD)
+    other = db.execute("select collection_id from sift.collections where name = 'other'").fetchone()[0]
+    chunk, before = db.execute("select chunk_id, (collection_id, search_vector, lexical_length)::text "
+                               "from sift.chunks order by chunk_id limit 1").fetchone()
+    db.execute("update sift.chunks set embedding = null, collection_id = %s, search_vector = 'forged:1', "
+               "lexical_length = 1 where chunk_id = %s", [other, chunk])
+    db.execute("update sift.chunks set embedding = %s::text::public.vector, search_vector = 'forged:1' "
+               "where chunk_id = %s", [vector_text(np.ones(OLD)), chunk])
+    assert db.execute("select (collection_id, search_vector, lexical_length)::text from sift.chunks "
+                      "where chunk_id = %s", [chunk]).fetchone()[0] == before
+
+
+def test_mmr_with_a_chunk_missing_from_the_active_space(kb, db):
+    kb.reembed("kb", "mini5", dimensions=NEW, vectors=lambda ids, texts: [unit(np.arange(1, NEW + 1.0) + i % 7)
+                                                                         for i in ids])
+    db.execute("delete from sift.chunk_vectors where chunk_id = (select min(chunk_id) from sift.chunks)")
+    hits = kb.search("kb", "alpha bravo", embedding=unit(np.ones(NEW)), top_k=10, mmr_lambda=0.5)
+    assert len(hits) == 10
+
+
+def test_switches_and_writers_at_repeatable_read(kb, db, dsn):
+    kb.add_vector_space("kb", "mini5", dimensions=NEW)
+    fill(kb, db, "kb", "mini5")
+    with psycopg.connect(dsn) as rr:
+        rr.execute("set transaction isolation level repeatable read")
+        with pytest.raises(psycopg.Error) as err:
+            rr.execute("select sift.switch_vector_space('kb', 'mini5')")
+        assert err.value.sqlstate == "SF003"
+        rr.rollback()
+        writer = psycopg.connect(dsn)
+        try:
+            writer.execute("set transaction isolation level repeatable read")
+            writer.execute("select count(*) from sift.documents")          # its snapshot is taken
+            kb.switch_vector_space("kb", "mini5")                           # committed meanwhile
+            doc = Client(writer)
+            with pytest.raises(Exception) as late:
+                doc.upsert_documents("kb", [Document(source_uri="rr", chunks=[Chunk(content="alpha",
+                                                                                embedding=unit(np.ones(OLD)))])])
+            assert "could not serialize" in str(late.value) or "SF002" in str(late.value) \
+                or "dimensions" in str(late.value)
+        finally:
+            writer.close()
+    assert {s.name: s.missing for s in kb.vector_spaces("kb")}["mini5"] == 0
+
+
+def test_spaces_are_changed_through_their_functions_only(kb, db, dsn):
+    kb.add_vector_space("kb", "mini5", dimensions=NEW)
+    assert db.execute("select count(*) from pg_indexes where indexname = 'chunks_hnsw_cosine_5'").fetchone() == (0,)
+    for sql in ("update sift.vector_spaces set dimensions = 6 where name = 'mini5'",
+                "update sift.vector_spaces set active = true where name = 'mini5'",
+                "delete from sift.vector_spaces where name = 'default'",
+                "insert into sift.vector_spaces (collection_id, name, dimensions, builtin) "
+                "select collection_id, 'x', 3, true from sift.collections where name = 'kb'"):
+        with pytest.raises(psycopg.Error) as err, db.transaction():
+            db.execute(sql)
+        assert err.value.sqlstate in ("SF003", "23505"), sql
+    db.execute("update sift.vector_spaces set model = 'renamed' where name = 'mini5'")   # allowed
+    with pytest.raises(SpaceNotFound):
+        kb.search("kb", "alpha", top_k=3, dense_space="nope")           # checked without a vector too
+    fill(kb, db, "kb", "mini5")
+    cursor = kb.search_page("kb", "alpha", page_size=3).cursor          # lexical pages of the old space
+    kb.switch_vector_space("kb", "mini5")
+    with pytest.raises(InvalidCursor):                                   # the space searched is the request's
+        kb.search_page("kb", "alpha", page_size=3, cursor=cursor)
+    with pytest.raises(InvalidArgument, match="has 5 dimensions"):
+        kb.reembed("kb", "mini5", dimensions=7, vectors=lambda ids, texts: [])

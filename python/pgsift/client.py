@@ -194,12 +194,13 @@ class Client:
             "dimensions": int(dimensions), "distance": calls.check_text(distance, "distance"),
             "model": None if model is None else calls.check_text(model, "model")})])
 
-    def missing_space_vectors(self, collection: str, space: str, *,
-                                    limit: int = 1000) -> list[tuple[int, str]]:
-        """(chunk_id, text to embed) of chunks without a vector in the space, in chunk order."""
+    def missing_space_vectors(self, collection: str, space: str, *, limit: int = 1000,
+                                    after: int | None = None) -> list[tuple[int, str]]:
+        """(chunk_id, text to embed) of chunks without a vector in the space, in chunk order past
+        chunk id `after` (None: from the start)."""
         return [(int(r[0]), r[1]) for r in self._rows([(q.MISSING_SPACE_VECTORS, {
             "collection": calls.check_text(collection, "collection"), "space": calls.check_text(space, "space"),
-            "max_count": int(limit)})])]
+            "max_count": int(limit), "after_chunk_id": None if after is None else int(after)})])]
 
     def write_space_vectors(self, collection: str, space: str, chunk_ids: Sequence[int],
                                   embeddings: Sequence[Any]) -> int:
@@ -242,23 +243,37 @@ class Client:
         started = time.monotonic()
         spaces = {sp.name: sp for sp in self.vector_spaces(collection)}
         previous = next((sp.name for sp in spaces.values() if sp.active), None)
-        if space not in spaces:
-            dims = dimensions or getattr(embedder, "dims", None)
-            if not dims:
+        given = dimensions or getattr(embedder, "dims", None)
+        if space in spaces:
+            # Checked before anything is embedded: the space's size and distance are its own.
+            existing = spaces[space]
+            if given and int(given) != existing.dimensions:
+                raise InvalidArgument(f"space {space!r} has {existing.dimensions} dimensions; the vectors given "
+                                      f"have {given}")
+            if distance != existing.distance and distance != "cosine":
+                raise InvalidArgument(f"space {space!r} measures {existing.distance}, not {distance}")
+        else:
+            if not given:
                 raise InvalidArgument(f"space {space!r} does not exist: give its dimensions")
-            self.add_vector_space(collection, space, dimensions=int(dims), distance=distance,
+            self.add_vector_space(collection, space, dimensions=int(given), distance=distance,
                                         model=model or getattr(embedder, "name", None))
         written = batches = 0
         switched = False
         for _attempt in range(5):
-            while todo := self.missing_space_vectors(collection, space, limit=batch_size):
+            # One walk through the collection in chunk order, then again from the start for
+            # chunks written meanwhile, until none is missing (each batch its own transaction).
+            after: int | None = None
+            while todo := self.missing_space_vectors(collection, space, limit=batch_size, after=after):
                 ids, texts = [t[0] for t in todo], [t[1] for t in todo]
                 embedded = embedder.embed(texts) if embedder is not None else vectors(ids, texts)  # type: ignore[misc]
                 written += self.write_space_vectors(collection, space, ids, list(embedded))
                 batches += 1
+                after = ids[-1]
                 if progress is not None:
                     left = next(sp.missing for sp in self.vector_spaces(collection) if sp.name == space)
                     progress(written, left)
+            if self.missing_space_vectors(collection, space, limit=1):
+                continue
             if not switch or space == previous:
                 break
             try:

@@ -187,7 +187,8 @@ VECTOR_SPACE_STATUS = _select(models.VectorSpace, "sift.vector_space_status", "c
 MISSING_SPACE_VECTORS = """
 select chunk_id, document from sift.missing_space_vectors(collection => %(collection)s::text,
                                                           space => %(space)s::text,
-                                                          max_count => %(max_count)s::integer)
+                                                          max_count => %(max_count)s::integer,
+                                                          after_chunk_id => %(after_chunk_id)s::bigint)
 """
 
 WRITE_SPACE_VECTORS = """

@@ -129,14 +129,17 @@ def ingest_path(client: Client, collection: str, path: Path, embedder: Embedder 
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    embedder = common.load_embedder(required=not str(args.path).endswith(".jsonl"))
+    required = not str(args.path).endswith(".jsonl")
     with common.connect(args) as conn:
         client = common.client_for(conn, args)
         try:
             client.get_collection(args.collection)
+            # The embedder of the space the collection searches (checked before the model loads).
+            embedder = common.embedder_for(client, args.collection, required=required)
         except CollectionNotFound:
             if not args.create:
                 raise
+            embedder = common.load_embedder(required=required)
             dims = embedder.dims if embedder else args.dims
             client.create_collection(args.collection, embedding_dims=dims, search_language=args.language)
         n = ingest_path(client, args.collection, Path(args.path), embedder, args.max_words,
@@ -160,12 +163,21 @@ def cmd_spaces(args: argparse.Namespace) -> int:
 
 
 def _file_vectors(path: Path) -> Any:
-    """vectors(chunk_ids, texts) from an .npz holding `chunk_ids` and `embeddings`."""
+    """vectors(chunk_ids, texts) from an .npz holding `chunk_ids` (1-d) and `embeddings` (one row
+    each), and the vectors' size; a file that is not that is an InvalidArgument."""
     import numpy as np
 
-    with np.load(path) as data:
-        ids, embeddings = data["chunk_ids"], data["embeddings"]
+    try:
+        with np.load(path) as data:
+            ids, embeddings = data["chunk_ids"], data["embeddings"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise InvalidArgument(f"{path}: an .npz with arrays chunk_ids and embeddings is needed ({exc})") from exc
+    if ids.ndim != 1 or embeddings.ndim != 2 or len(ids) != len(embeddings):
+        raise InvalidArgument(f"{path}: chunk_ids must be 1-d and embeddings have one row per chunk id, got "
+                              f"{ids.shape} and {embeddings.shape}")
     row = {int(i): k for k, i in enumerate(ids)}
+    if len(row) != len(ids):
+        raise InvalidArgument(f"{path}: a chunk id appears twice")
 
     def vectors(chunk_ids: Any, _texts: Any) -> Any:
         missing = [i for i in chunk_ids if i not in row]
@@ -182,6 +194,8 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     embedder: Embedder | None = None
     if args.vectors:
         vectors, dims = _file_vectors(Path(args.vectors))
+        if args.dims and args.dims != dims:
+            raise InvalidArgument(f"--dims {args.dims}, but the vectors in {args.vectors} have {dims}")
     elif args.embedder == "static":
         from ..embed import StaticEmbedder
 
@@ -213,8 +227,9 @@ def _query(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_search(args: argparse.Namespace) -> int:
     query = _query(args)
-    embedder = None if args.no_embed else common.load_embedder()
     with common.connect(args) as conn:
+        client = common.client_for(conn, args)
+        embedder = None if args.no_embed else common.embedder_for(client, args.collection)
         result = common.client_for(conn, args, embedder).search(args.collection, args.query, **query)
     if args.json:
         dump(common.rows_json(result))
@@ -225,8 +240,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     query = _query(args)
-    embedder = None if args.no_embed else common.load_embedder()
     with common.connect(args) as conn:
+        client = common.client_for(conn, args)
+        embedder = None if args.no_embed else common.embedder_for(client, args.collection)
         pool = common.client_for(conn, args, embedder).explain(args.collection, args.query,
                                                                chunk_ids=args.chunk_id, **query)
     if args.json:

@@ -70,6 +70,24 @@ def load_embedder(required: bool = False) -> Embedder | None:
         return None
 
 
+def embedder_for(client: Client, collection: str, required: bool = False) -> Embedder | None:
+    """The local embedder that made the collection's active vector space, so a query is embedded
+    as its chunks were: all-MiniLM-L6-v2 for the built-in 384-dimension space (or a space that
+    names it), the static embedder for a space `pgsift reembed --embedder static` made; for any
+    other model, an error rather than vectors from another model."""
+    from ..embed import DIMS, MODEL_NAME, StaticEmbedder
+
+    active = next((s for s in client.vector_spaces(collection) if s.active), None)
+    if active is None or (active.model in (None, MODEL_NAME) and active.dimensions == DIMS):
+        return load_embedder(required)
+    if active.model == StaticEmbedder.name:
+        return StaticEmbedder(dims=active.dimensions)
+    raise InvalidArgument(
+        f"collection {collection!r} searches vector space {active.name!r} ({active.model or 'model not recorded'}, "
+        f"{active.dimensions} dimensions), which the command line cannot embed for: pass --no-embed, or "
+        "search from Python with that model's embedder")
+
+
 # -- knobs and filters ----------------------------------------------------------------
 
 def add_set_option(parser: argparse.ArgumentParser, what: str) -> None:
