@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pgsift.cli
 import pytest
+from conftest import SOCKET_DIR
 from pgsift import Client
 from pgsift.cli import build_parser, main
 from pgsift.embed import LocalEmbedder
@@ -207,6 +209,23 @@ def test_cli_errors_are_one_line(dsn, capsys):
     assert main(["migrate", "--dsn", unreachable]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: cannot reach the database") and len(err.splitlines()) == 1
+
+
+def test_an_unmigrated_database_and_a_failed_create_are_said_plainly(dsn, db, capsys, tmp_path):
+    name = f"pgsift_bare_{uuid.uuid4().hex[:8]}"
+    db.execute(f'create database "{name}"')
+    try:
+        bare = f"postgresql://{db.info.user}@/{name}?host={SOCKET_DIR}&port={db.info.port}"
+        assert main(["--dsn", bare, "search", "kb", "refund", "--no-embed"]) == 2
+        err = capsys.readouterr().err
+        assert "pgsift is not installed in this database" in err and "pgsift migrate" in err
+    finally:
+        db.execute(f'drop database if exists "{name}" with (force)')
+    (tmp_path / "bad.jsonl").write_text('{"not": "a chunk"}\n')
+    assert main(["--dsn", dsn, "ingest", "fresh", str(tmp_path / "bad.jsonl"), "--create"]) == 2
+    capsys.readouterr()
+    assert main(["--dsn", dsn, "collection", "list", "--json"]) == 0
+    assert "fresh" not in capsys.readouterr().out           # a failed --create leaves nothing behind
 
 
 def test_install_sql_prints_the_install_script(capsys):

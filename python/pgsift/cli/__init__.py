@@ -47,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot reach the database: {_first_line(exc)}", file=sys.stderr)
     except json.JSONDecodeError as exc:
         print(f"error: not valid JSON: {exc}", file=sys.stderr)
+    except (psycopg.errors.InvalidSchemaName, psycopg.errors.UndefinedFunction,
+            psycopg.errors.UndefinedTable) as exc:
+        if "sift" not in str(exc):
+            print(f"error: {_first_line(exc)}", file=sys.stderr)
+        else:
+            print(f"error: pgsift is not installed in this database ({_first_line(exc)})\n"
+                  "hint: run `pgsift migrate` (with the same --dsn or DATABASE_URL)", file=sys.stderr)
     except psycopg.Error as exc:
         print(f"error: {_first_line(exc)}", file=sys.stderr)
     return 2

@@ -142,8 +142,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             embedder = common.load_embedder(required=required)
             dims = embedder.dims if embedder else args.dims
             client.create_collection(args.collection, embedding_dims=dims, search_language=args.language)
-        n = ingest_path(client, args.collection, Path(args.path), embedder, args.max_words,
-                        args.chunking, args.target_tokens, args.detect_language)
+            created = True
+        else:
+            created = False
+        try:
+            n = ingest_path(client, args.collection, Path(args.path), embedder, args.max_words,
+                            args.chunking, args.target_tokens, args.detect_language)
+        except BaseException:
+            if created:   # a failed --create leaves nothing behind
+                with contextlib.suppress(Exception):
+                    client.drop_collection(args.collection)
+            raise
     print(f"ingested {n} chunks into {args.collection}")
     return 0
 

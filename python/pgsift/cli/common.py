@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import IO, Any
@@ -48,8 +49,15 @@ def add_command(sub: Any, name: str, help: str, **kwargs: Any) -> argparse.Argum
 
 
 def connect(args: argparse.Namespace) -> psycopg.Connection[Any]:
-    """An autocommit connection to --dsn, DATABASE_URL or the embedded server."""
-    return psycopg.connect(embedded.resolve_dsn(getattr(args, "dsn", None)), autocommit=True)
+    """An autocommit connection to --dsn, DATABASE_URL or the embedded server (said on stderr
+    when it is the embedded one, and when this command started it)."""
+    dsn = getattr(args, "dsn", None) or os.environ.get("DATABASE_URL")
+    if not dsn:
+        was_running = embedded.status().get("running")
+        dsn = embedded.start()
+        print("note: no --dsn or DATABASE_URL: using the embedded server"
+              + ("" if was_running else " (started it; `pgsift db stop` stops it)"), file=sys.stderr)
+    return psycopg.connect(dsn, autocommit=True)
 
 
 def client_for(conn: psycopg.Connection[Any], args: argparse.Namespace, embedder: Embedder | None = None) -> Client:
