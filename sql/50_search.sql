@@ -36,7 +36,7 @@ comment on function sift.search(text, text, @extschema:vector@.vector, integer, 
     'lexical (BM25 over the stored tsvector, each document in its language; OR over terms, '
     '"phrases" lift and -words lower the chunks that hold them, or with quoted_text require are '
     'required and excluded) legs, '
-    'each taking its top max(fetch_k, match_count) inside the metadata filter (jsonb containment), '
+    'each taking its top max(fetch_k, match_count) inside the metadata filter (sift.filter_path), '
     'fused by weighted RRF: base_score = w/(k + dense_rank) + (1 - w)/(k + lexical_rank); then the '
     'ranking knobs of sift.finalize: score = base_score x recency factor x boost, score threshold, '
     'per-document cap with backfill, MMR, lost-in-the-middle order (position; rank is the '

@@ -310,7 +310,7 @@ def _add_query(p: argparse.ArgumentParser) -> None:
     p.add_argument("collection", help="the collection to search")
     p.add_argument("query", help="the question, as a user would type it")
     p.add_argument("--top-k", type=int, default=10, help="results to return (default 10)")
-    p.add_argument("--filter", help='metadata containment, JSON: \'{"lang": "en"}\'')
+    p.add_argument("--filter", help='metadata filter, JSON: \'{"lang": "en"}\' or \'{"year": {"$gte": 2020}}\'')
     p.add_argument("--no-embed", action="store_true", help="skip the embedder: the lexical leg only")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     add_set_option(p, "for this call")
