@@ -361,22 +361,6 @@ begin
             raise exception 'a chunk cannot move to another document (chunk %)', old.chunk_id
                 using errcode = 'SF003';
         end if;
-        -- A built-in vector cleared (its space dropped) and nothing else: no
-        -- lookups, nothing to re-analyse; only the active space may not lose it.
-        if new.embedding is null and old.embedding is not null and new.context is not distinct from old.context
-           and new.section_id is not distinct from old.section_id
-           and new.token_count is not distinct from old.token_count then
-            if exists (select 1 from sift.vector_spaces s
-                       where s.collection_id = old.collection_id and s.active and s.builtin) then
-                raise exception 'chunk % of document % has no embedding', old.ordinal, old.document_id
-                    using errcode = 'SF003';
-            end if;
-            -- What the writer cannot change here stays as it was.
-            new.collection_id := old.collection_id;
-            new.search_vector := old.search_vector;
-            new.lexical_length := old.lexical_length;
-            return new;
-        end if;
     end if;
 
     select d.collection_id, d.title, d.language into new.collection_id, doc_title, doc_language
@@ -429,7 +413,8 @@ begin
     end if;
 
     -- Only the vector changed (a space dropped, a vector replaced): nothing to
-    -- re-analyse. (Re-analysis sets the context to itself and keeps the vector.)
+    -- re-analyse, and the lexical columns stay as they were, whatever the
+    -- writer put there. (Re-analysis sets the context to itself and keeps the vector.)
     if tg_op = 'UPDATE' and vector_changed and new.context is not distinct from old.context
        and new.section_id is not distinct from old.section_id then
         new.search_vector := old.search_vector;

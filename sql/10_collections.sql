@@ -391,6 +391,7 @@ declare
     n integer := coalesce(cardinality(document_ids), 0);
     written integer;
     space sift.vector_spaces;
+    col_id bigint;
     ids   bigint[];
     vecs  text[];
 begin
@@ -411,16 +412,12 @@ begin
     -- The vectors are the active space's: with the chunks when it is the
     -- built-in one, else in sift.chunk_vectors. Taken after this collection's
     -- writer lock, so a space switch never falls between the two.
-    select s.* into space
-    from sift.vector_spaces s
-    join sift.documents d on d.collection_id = s.collection_id
-    where d.document_id = document_ids[1] and s.active;
-    if space.collection_id is not null then
-        perform pg_catalog.pg_advisory_xact_lock_shared(sift._lists_lock_key(space.collection_id));
+    select d.collection_id into col_id from sift.documents d where d.document_id = document_ids[1];
+    if col_id is not null then
+        perform pg_catalog.pg_advisory_xact_lock_shared(sift._lists_lock_key(col_id));
         -- Locked: under repeatable read a switch committed meanwhile is a
         -- serialization failure (retry), never chunks written to the old space.
-        select s.* into space from sift.vector_spaces s
-        where s.collection_id = space.collection_id and s.active for share;
+        select s.* into space from sift.vector_spaces s where s.collection_id = col_id and s.active for share;
     end if;
     if space.space_id is null or space.builtin then
         insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding, section_id)

@@ -657,13 +657,10 @@ as $$
                     then (select x.lexical_query from sift._legs(cols[i], knobs[i], query_text, false) x) end as q,
                -- The space a dense_space knob named, and how many chunks it lacks
                -- (counted only then: the active space lacks none).
-               sp.name::text as space_name,
-               case when (knobs[i]).dense_space is not null then sift._space_missing(sp) end as space_missing
+               (sp.s).name::text as space_name,
+               case when (knobs[i]).dense_space is not null then sift._space_missing(sp.s) end as space_missing
         from pg_catalog.generate_subscripts(cols, 1) as i
-        left join lateral (select s.* from sift.vector_spaces s
-                           where s.collection_id = (cols[i]).collection_id
-                             and case when (knobs[i]).dense_space is null then s.active
-                                      else s.name = (knobs[i]).dense_space end) sp on true
+        cross join lateral (select sift._space(cols[i], (knobs[i]).dense_space) as s) sp
     ), f as materialized (
         select f.*, k.ordinal, k.content, k.context, k.token_count, k.section_id, c.n, c.snip, c.snip_words,
                c.search_language, c.q, c.space_name, c.space_missing
