@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from conftest import SOCKET_DIR
 from pgsift import Client
 from pgsift.cli import build_parser, main
-from pgsift.embed import LocalEmbedder
+from pgsift.embed import LocalEmbedder, NumpyMiniLM
 from pgsift.ingest import chunk_markdown
 
 
@@ -26,7 +28,10 @@ def embedder() -> LocalEmbedder:
 @pytest.fixture
 def kb(dsn, tmp_path, capsys, embedder, monkeypatch) -> Path:
     """Collection kb ingested through the CLI: a refunds chunk and a shipping chunk."""
-    monkeypatch.setattr("pgsift.cli.common.load_embedder", lambda required=False: embedder)
+    queries = pgsift.cli.common.load_embedder   # the numpy model: unpatched, so tested too
+    monkeypatch.setattr("pgsift.cli.common.load_embedder",
+                        lambda required=False, for_queries=False:
+                        queries(required, for_queries=True) if for_queries else embedder)
     (tmp_path / "refunds.md").write_text("# Refunds\n\nRefunds are paid within 14 days of a return.\n")
     (tmp_path / "shipping.txt").write_text("Parcels ship from Rotterdam every weekday morning.\n")
     assert main(["migrate", "--dsn", dsn]) == 0
@@ -41,6 +46,44 @@ def test_local_embedder_loads_offline_and_embeds_meaningfully(embedder):
     assert vecs.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
+
+
+def test_the_numpy_model_gives_the_torch_models_vectors(embedder):
+    """The CLI embeds questions with NumpyMiniLM and ingests with LocalEmbedder: their vectors
+    must agree, for short, long (truncated at 256 tokens), empty and odd texts, batched with
+    padding or not."""
+    texts = ["How do refunds work?", "", "🙂🙂", "?!...", "a",
+             "PostgreSQL keeps the chunks, their vectors and BM25 statistics. " * 60,
+             "Reciprocal rank fusion merges the dense and the lexical legs by rank."]
+    expected = embedder.embed(texts)
+    for batch_size in (1, 3, 32):
+        got = NumpyMiniLM(batch_size=batch_size).embed(texts)
+        assert got.dtype == np.float32 and got.shape == expected.shape
+        assert np.abs(got - expected).max() < 1e-5
+
+
+def test_a_cli_search_imports_no_torch(dsn, kb):
+    """A question is embedded without torch (seconds to import): `pgsift search` answers at once."""
+    script = ("import sys; from pgsift.cli import main; "
+              f"code = main(['--dsn', {dsn!r}, 'search', 'kb', 'refund', '--json']); "
+              "assert code == 0 and 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules, "
+              "sorted(m for m in sys.modules if 'torch' in m)[:5]")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)[0]["source_uri"] == "refunds.md"
+
+
+def test_embedding_reports_progress(tmp_path, embedder, monkeypatch):
+    """ingest shows a bar while embedding: documents_from_path calls progress(done, total) per step."""
+    from pgsift import ingest
+
+    monkeypatch.setattr(ingest, "EMBED_STEP", 2)
+    for name in "abcde":
+        (tmp_path / f"{name}.txt").write_text(f"Document {name} says something about {name}.\n")
+    seen: list[tuple[int, int]] = []
+    docs = ingest.documents_from_path(tmp_path, embedder, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(2, 5), (4, 5), (5, 5)]
+    assert all(len(c.embedding) == 384 for d in docs for c in d.chunks)
 
 
 def test_markdown_is_cut_at_headings_with_a_context_header():

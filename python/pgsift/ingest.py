@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .chunking import LocalTokenizer, TokenCounter, chunk_hierarchical
 from .errors import EmbedderUnavailable, InvalidArgument
 from .languages import detect
 from .models import Chunk, Document, Embedder, Section
+
+Progress = Callable[[int, int], None]   # (chunks embedded so far, chunks to embed)
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -124,7 +128,22 @@ def _title_of(text: str, path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ")
 
 
-def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedder | None) -> list[Document]:
+EMBED_STEP = 256   # texts per embedder call: the progress callback's grain
+
+
+def _embed_texts(embedder: Embedder, texts: list[str], progress: Progress | None) -> list[Any]:
+    """Vectors for texts, a step at a time so a caller can show progress (embedding is most
+    of an ingest's time on the CPU)."""
+    vectors: list[Any] = []
+    for start in range(0, len(texts), EMBED_STEP):
+        vectors.extend(embedder.embed(texts[start:start + EMBED_STEP]))
+        if progress is not None:
+            progress(len(vectors), len(texts))
+    return vectors
+
+
+def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedder | None,
+               progress: Progress | None = None) -> list[Document]:
     texts = [f"{c.context}\n\n{c.content}" if c.context else c.content
              for _, chunks in pending for c in chunks]
     if not texts:
@@ -132,7 +151,7 @@ def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedd
     if embedder is None:
         raise InvalidArgument("these chunks have no embeddings and no embedder was given "
                               "(pip install 'pgsift[embed]' for the local one)")
-    vectors = iter(embedder.embed(texts))
+    vectors = iter(_embed_texts(embedder, texts, progress))
     for doc, chunks in pending:
         doc.chunks = [Chunk(content=c.content, context=c.context, embedding=next(vectors),
                             token_count=c.token_count, section=c.section) for c in chunks]
@@ -141,10 +160,12 @@ def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedd
 
 def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: int = 180,
                           root: Path | None = None, *, strategy: str = "flat", target_tokens: int = 128,
-                          counter: TokenCounter | None = None, detect_language: bool = False) -> list[Document]:
+                          counter: TokenCounter | None = None, detect_language: bool = False,
+                          progress: Progress | None = None) -> list[Document]:
     """Every .md/.txt file under `folder` (or the file itself), chunked and embedded. With the
     hierarchical strategy sizes are counted by `counter` (default: the local embedder's tokenizer);
-    `detect_language` sets each document's language (pgsift.languages, offline)."""
+    `detect_language` sets each document's language (pgsift.languages, offline); `progress(done,
+    total)` is called as chunks are embedded."""
     if strategy not in STRATEGIES:
         raise InvalidArgument(f"chunking strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if counter is None:
@@ -171,10 +192,10 @@ def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: in
             pending.append((Document(source_uri=uri, title=title, chunks=[], sections=sections,
                                      language=detect(text) if detect_language else None,
                                      metadata={"path": uri, "suffix": path.suffix.lower()}), chunks))
-    return _embed_all(pending, embedder)
+    return _embed_all(pending, embedder, progress)
 
 
-def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document]:
+def documents_from_jsonl(path: Path, embedder: Embedder | None, progress: Progress | None = None) -> list[Document]:
     """One chunk per line: {"source_uri", "content", optional "title", "language", "context",
     "embedding", "metadata", "token_count"}; lines of one source_uri form a document,
     in file order."""
@@ -195,8 +216,8 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document
     if missing:
         if embedder is None:
             raise InvalidArgument(f"{path}: chunks without 'embedding' need an embedder")
-        vectors = embedder.embed([f"{c.context}\n\n{c.content}" if c.context else c.content
-                                  for _, c in missing])
+        vectors = _embed_texts(embedder, [f"{c.context}\n\n{c.content}" if c.context else c.content
+                                          for _, c in missing], progress)
         for (_, chunk), vec in zip(missing, vectors, strict=True):
             chunk.embedding = vec
     return list(docs.values())
@@ -204,14 +225,15 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None) -> list[Document
 
 def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 180, *,
                         strategy: str = "flat", target_tokens: int = 128,
-                        detect_language: bool = False) -> list[Document]:
+                        detect_language: bool = False, progress: Progress | None = None) -> list[Document]:
     path = Path(path)
     if not path.exists():
         raise InvalidArgument(f"{path} does not exist")
     if path.is_file() and path.suffix.lower() == ".jsonl":
         if strategy != "flat":
             raise InvalidArgument(f"{path}: a JSONL carries its own chunks; --chunking applies to .md/.txt files")
-        return documents_from_jsonl(path, embedder)
+        return documents_from_jsonl(path, embedder, progress)
     return documents_from_folder(path, embedder, max_words=max_words, strategy=strategy,
-                                 target_tokens=target_tokens, detect_language=detect_language)
+                                 target_tokens=target_tokens, detect_language=detect_language,
+                                 progress=progress)
 

@@ -120,9 +120,19 @@ def cmd_knobs(args: argparse.Namespace) -> int:
 
 def ingest_path(client: Client, collection: str, path: Path, embedder: Embedder | None, max_words: int,
                 strategy: str = "flat", target_tokens: int = 128, detect_language: bool = False) -> int:
-    """Write a folder of .md/.txt files (or a JSONL of chunks) into the collection; the chunk count."""
-    docs = ingest.documents_from_path(path, embedder, max_words=max_words, strategy=strategy,
-                                      target_tokens=target_tokens, detect_language=detect_language)
+    """Write a folder of .md/.txt files (or a JSONL of chunks) into the collection; the chunk count.
+    Two progress bars: embedding (most of the time on a CPU), then writing."""
+    with contextlib.ExitStack() as stack:
+        bars: list[Any] = []
+
+        def embedded(done: int, total: int) -> None:
+            if not bars:
+                bars.append(stack.enter_context(common.progress_bar(total, f"embed {collection}", unit="chunk")))
+            bars[0].update(done - bars[0].n)
+
+        docs = ingest.documents_from_path(path, embedder, max_words=max_words, strategy=strategy,
+                                          target_tokens=target_tokens, detect_language=detect_language,
+                                          progress=embedded)
     with common.progress_bar(len(docs), f"ingest {collection}", unit="doc") as bar:
         client.upsert_documents(collection, docs, progress=lambda _doc: bar.update(1))
     return sum(len(d.chunks) for d in docs)
@@ -238,7 +248,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = _query(args)
     with common.connect(args) as conn:
         client = common.client_for(conn, args)
-        embedder = None if args.no_embed else common.embedder_for(client, args.collection)
+        embedder = None if args.no_embed else common.embedder_for(client, args.collection, for_queries=True)
         result = common.client_for(conn, args, embedder).search(args.collection, args.query, **query)
     if args.json:
         dump(common.rows_json(result))
@@ -251,7 +261,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     query = _query(args)
     with common.connect(args) as conn:
         client = common.client_for(conn, args)
-        embedder = None if args.no_embed else common.embedder_for(client, args.collection)
+        embedder = None if args.no_embed else common.embedder_for(client, args.collection, for_queries=True)
         pool = common.client_for(conn, args, embedder).explain(args.collection, args.query,
                                                                chunk_ids=args.chunk_id, **query)
     if args.json:

@@ -64,12 +64,14 @@ def client_for(conn: psycopg.Connection[Any], args: argparse.Namespace, embedder
     return Client(conn, tenant=getattr(args, "tenant", None), embedder=embedder)
 
 
-def load_embedder(required: bool = False) -> Embedder | None:
-    """The local embedder; without it (not installed) None and a note, or the error when required."""
-    from ..embed import LocalEmbedder
+def load_embedder(required: bool = False, *, for_queries: bool = False) -> Embedder | None:
+    """The local embedder; without it (not installed) None and a note, or the error when required.
+    For queries, all-MiniLM-L6-v2 run in numpy (the same vectors, without importing torch:
+    a search answers in under a second); for ingest, the torch model, faster on batches."""
+    from ..embed import LocalEmbedder, NumpyMiniLM
 
     try:
-        return LocalEmbedder()
+        return NumpyMiniLM() if for_queries else LocalEmbedder()
     except EmbedderUnavailable:
         if required:
             raise
@@ -78,16 +80,18 @@ def load_embedder(required: bool = False) -> Embedder | None:
         return None
 
 
-def embedder_for(client: Client, collection: str, required: bool = False) -> Embedder | None:
+def embedder_for(client: Client, collection: str, required: bool = False, *,
+                 for_queries: bool = False) -> Embedder | None:
     """The local embedder that made the collection's active vector space, so a query is embedded
     as its chunks were: all-MiniLM-L6-v2 for the built-in 384-dimension space (or a space that
     names it), the static embedder for a space `pgsift reembed --embedder static` made; for any
-    other model, an error rather than vectors from another model."""
+    other model, an error rather than vectors from another model. `for_queries`: see
+    load_embedder."""
     from ..embed import DIMS, MODEL_NAME, StaticEmbedder
 
     active = next((s for s in client.vector_spaces(collection) if s.active), None)
     if active is None or (active.model in (None, MODEL_NAME) and active.dimensions == DIMS):
-        return load_embedder(required)
+        return load_embedder(required, for_queries=for_queries)
     if active.model == StaticEmbedder.name:
         return StaticEmbedder(dims=active.dimensions)
     raise InvalidArgument(
