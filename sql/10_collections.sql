@@ -381,7 +381,7 @@ create or replace function sift.write_chunks(
     contents         text[],
     contexts         text[],
     token_counts     integer[],
-    embeddings       text[],
+    embeddings       @extschema:vector@.vector[],
     section_ordinals integer[] default null)
 returns integer
 language plpgsql volatile security invoker
@@ -393,11 +393,11 @@ declare
     space sift.vector_spaces;
     col_id bigint;
     ids   bigint[];
-    vecs  text[];
+    vecs  @extschema:vector@.vector[];
 begin
     -- COPY is refused on a table with row-level security for every role the policies
-    -- apply to; this is its equivalent for them: one statement for a batch of chunks,
-    -- each embedding given in pgvector's text form.
+    -- apply to; this is its equivalent for them: one statement for a batch of chunks
+    -- (the client sends the vectors in binary).
     perform sift._same_lengths('write_chunks', array[n, cardinality(ordinals), cardinality(contents),
                                cardinality(contexts), cardinality(token_counts), cardinality(embeddings),
                                coalesce(cardinality(section_ordinals), n)]);
@@ -421,7 +421,7 @@ begin
     end if;
     if space.space_id is null or space.builtin then
         insert into sift.chunks (document_id, ordinal, content, context, token_count, embedding, section_id)
-        select u.d, u.o, u.c, u.x, u.t, u.e::@extschema:vector@.vector,
+        select u.d, u.o, u.c, u.x, u.t, u.e,
                (select s.section_id from sift.sections s where s.document_id = u.d and s.ordinal = u.so)
         from unnest(document_ids, ordinals, contents, contexts, token_counts, embeddings,
                     coalesce(section_ordinals, pg_catalog.array_fill(null::integer, array[n])))
@@ -452,14 +452,15 @@ begin
     join unnest(document_ids, ordinals, embeddings) as u(d, o, e) on u.d = w.document_id and u.o = w.ordinal;
     -- A statement of its own: its trigger reads the chunks just written.
     insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, embedding)
-    select space.space_id, u.id, 0, 0, u.e::@extschema:vector@.vector
+    select space.space_id, u.id, 0, 0, u.e
     from unnest(ids, vecs) as u(id, e);
     return coalesce(cardinality(ids), 0);
 end;
 $$;
-comment on function sift.write_chunks(bigint[], integer[], text[], text[], integer[], text[], integer[]) is
-    'Inserts a batch of chunks of existing documents (parallel arrays; embeddings as pgvector text, '
-    '"[0.1,0.2,...]"; section_ordinals: each chunk''s section, by its place in the document, or '
+comment on function sift.write_chunks(bigint[], integer[], text[], text[], integer[], @extschema:vector@.vector[],
+                                      integer[]) is
+    'Inserts a batch of chunks of existing documents (parallel arrays; embeddings a vector[], '
+    'in binary from a client or a literal such as ''{"[0.1,0.2]"}''; section_ordinals: each chunk''s section, by its place in the document, or '
     'null): the statement a role under row-level security uses where COPY is refused. The '
     'trigger checks each (dimension, zero vector, size) and fills its lexical columns. The '
     'embeddings are the active vector space''s: stored with the chunks for the built-in one, '

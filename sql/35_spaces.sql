@@ -152,7 +152,7 @@ create or replace function sift.write_space_vectors(
     collection text,
     space      text,
     chunk_ids  bigint[],
-    embeddings text[])
+    embeddings @extschema:vector@.vector[])
 returns integer
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -171,7 +171,7 @@ begin
     if target.builtin then
         -- The built-in space is the chunks' own column (filled again to switch
         -- back to it): a vector-only update, which re-analyses nothing.
-        update sift.chunks k set embedding = u.e::@extschema:vector@.vector
+        update sift.chunks k set embedding = u.e
         from unnest(chunk_ids, embeddings) as u(id, e)
         where k.chunk_id = u.id and k.collection_id = col.collection_id;
         get diagnostics written = row_count;
@@ -181,7 +181,7 @@ begin
     -- skipped, not an error: the row lock keeps the others from going before
     -- their vectors are in.
     insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, embedding)
-    select target.space_id, k.chunk_id, 0, 0, u.e::@extschema:vector@.vector
+    select target.space_id, k.chunk_id, 0, 0, u.e
     from unnest(chunk_ids, embeddings) as u(id, e)
     join (select c.chunk_id from sift.chunks c
           where c.chunk_id = any (chunk_ids) and c.collection_id = col.collection_id
@@ -197,9 +197,9 @@ begin
     return written;
 end;
 $$;
-comment on function sift.write_space_vectors(text, text, bigint[], text[]) is
+comment on function sift.write_space_vectors(text, text, bigint[], @extschema:vector@.vector[]) is
     'Writes (or replaces) chunks'' vectors in a space (the built-in one: the chunks'' own column), '
-    'up to 10,000 a call (pgvector text form), and returns how many; a chunk deleted meanwhile is '
+    'up to 10,000 a call, and returns how many; a chunk deleted meanwhile is '
     'skipped, one of another collection is SF006, a vector of another size SF002. Writes.';
 
 

@@ -617,3 +617,66 @@ def test_concurrent_upserts_all_land(db, dsn, client):
     bad = db.execute("select document_id from sift.chunks group by 1 "
                      "having array_agg(ordinal order by ordinal) <> array[0, 1, 2]").fetchall()
     assert bad == []
+
+
+# -- vectors over the wire ----------------------------------------------------------------------
+
+def test_vectors_travel_in_binary_and_arrive_exact(dsn):
+    """Chunk and query vectors go in pgvector's binary form (pgsift.vectors), every float32 bit
+    kept, on autocommit and transactional connections alike; the client's catalog read never
+    leaves a transaction open, and the application's own arrays are not touched."""
+    from pgsift import vectors
+
+    odd = np.array([1 / 3, -1e-30, 123456.789, -2.5, 0.1, 7e-45, 1.0, -1 / 7], dtype=np.float32)
+    for autocommit in (True, False):
+        with psycopg.connect(dsn, autocommit=autocommit) as conn:
+            client = Client(conn)
+            client.create_collection(f"exact{autocommit}", embedding_dims=DIMS)
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            assert vectors.adapted(conn)
+            client.upsert_documents(f"exact{autocommit}", [Document(
+                source_uri="d", chunks=[Chunk(content="odd floats", embedding=odd)])])
+            stored = conn.execute("select embedding::float4[] from sift.chunks").fetchone()[0]
+            conn.commit()
+            assert np.array_equal(np.array(stored, dtype=np.float32), odd)
+            hit = client.search(f"exact{autocommit}", embedding=odd, top_k=1)[0]
+            assert hit.dense_distance == pytest.approx(0, abs=1e-6)
+            # An application's numpy array still goes the way psycopg sends it by default.
+            with pytest.raises(psycopg.ProgrammingError, match="cannot adapt"):
+                conn.execute("select %s", [np.ones(3)])
+            conn.rollback()
+
+
+def test_a_client_inside_the_applications_transaction_writes_within_it(dsn):
+    """The vector type is read inside an open transaction without ending it: a rollback by
+    the application takes the client's writes back."""
+    with psycopg.connect(dsn) as conn:
+        Client(conn).migrate()
+        conn.commit()
+        conn.execute("select 1")                      # the application's transaction is open
+        client = Client(conn)
+        client.create_collection("inside", embedding_dims=DIMS)
+        client.upsert_documents("inside", [doc("a", ["one"])])
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        conn.rollback()
+        assert conn.execute("select count(*) from sift.collections where name = 'inside'").fetchone() == (0,)
+
+
+async def test_async_vectors_travel_in_binary(aclient):
+    from pgsift import vectors
+
+    await aclient.create_collection("abin", embedding_dims=DIMS)
+    assert vectors.adapted(aclient.source)
+    await aclient.upsert_documents("abin", [doc("a", ["alpha beta"], seed=3)])
+    v = doc("a", ["alpha beta"], seed=3).chunks[0].embedding
+    hits = await aclient.search("abin", embedding=v, top_k=1)
+    assert hits[0].dense_distance == pytest.approx(0, abs=1e-6)
+
+
+def test_a_vector_on_a_connection_not_adapted_goes_as_text(dsn):
+    from pgsift import vectors
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert not vectors.adapted(conn)
+        value = conn.execute("select (%s::vector)::text", [vectors.vec([1 / 3, -2.0])]).fetchone()[0]
+        assert value == "[0.33333334,-2]"

@@ -443,7 +443,7 @@ def test_every_block_runs(doc: str, db: psycopg.Connection[Any], dsn: str, tmp_p
     monkeypatch.chdir(work)
     monkeypatch.setenv("DATABASE_URL", dsn)
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.setattr("pgsift.cli.common.load_embedder", lambda required=False: StandInEmbedder())
+    monkeypatch.setattr("pgsift.cli.common.load_embedder", lambda required=False, for_queries=False: StandInEmbedder())
     namespace: dict[str, Any] = {"__name__": "__docs__", "url": dsn, "standby_url": standby(dsn), "embed": embed}
     ctx = Context(db=db, workdir=work, namespace=namespace, output=io.StringIO())
     try:

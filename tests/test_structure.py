@@ -287,7 +287,7 @@ def test_windows_follow_the_document_after_edits(client, db):
     doc_id = db.execute("select document_id from sift.documents").fetchone()[0]
     vec = "[" + ",".join(str(x) for x in unit(rng.normal(size=DIMS))) + "]"
     new = db.execute("select sift.write_chunks(%s, array[20], array['c20.'], array[null], array[null]::integer[], "
-                     "array[%s])", [[doc_id], vec]).fetchone()
+                     "array[%s::vector])", [[doc_id], vec]).fetchone()
     assert new == (1,)
     new_id = db.execute("select chunk_id from sift.chunks where ordinal = 20").fetchone()[0]
     hit = client.finalize("w", [ids[7]], neighbours=1)[0]
@@ -379,12 +379,12 @@ def test_bad_sections_are_refused_before_anything_is_written(client, db):
                         "from sift.collections returning document_id").fetchone()[0]
     with pytest.raises(psycopg.Error) as err:
         db.execute("select sift.write_chunks(%s, array[0], array['x'], array[null], array[null]::integer[], "
-                   "array[%s], array[3])", [[doc_id], "[" + ",".join(map(str, vec)) + "]"])
+                   "array[%s::vector], array[3])", [[doc_id], "[" + ",".join(map(str, vec)) + "]"])
     assert err.value.sqlstate == "SF003"
     # Parallel arrays of different lengths: refused, naming the function.
     for call in ("select sift.write_sections(%s, array[0, 1], array[null]::integer[], array[1], array['A'])",
                  "select sift.write_chunks(%s, array[0], array['x'], array[null], array[null]::integer[], "
-                 "array['[1,0,0,0,0,0,0,0]'], array[0, 1])"):
+                 "array['[1,0,0,0,0,0,0,0]'::vector], array[0, 1])"):
         with pytest.raises(psycopg.Error, match="needs arrays of one length") as err:
             db.execute(call, [[doc_id]])
         assert err.value.sqlstate == "SF003"

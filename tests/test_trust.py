@@ -189,9 +189,9 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("vector_space_status", rows("select * from sift.vector_space_status(%s)", [name])),
         ("missing_space_vectors", rows("select * from sift.missing_space_vectors(%s, 'alt')", [name])),
         ("add_vector_space", one("select * from sift.add_vector_space(%s, 'planted', 8)", [name])),
-        ("write_space_vectors", one("select sift.write_space_vectors(%s, 'alt', %s, %s)",
+        ("write_space_vectors", one("select sift.write_space_vectors(%s, 'alt', %s, %s::vector[])",
                                     [name, chunk_ids[:1], [vec]])),
-        ("write_space_vectors_own", one("select sift.write_space_vectors('docs', 'alt', %s, %s)",
+        ("write_space_vectors_own", one("select sift.write_space_vectors('docs', 'alt', %s, %s::vector[])",
                                         [chunk_ids[:2], [vec, vec]])),
         ("switch_vector_space", one("select * from sift.switch_vector_space(%s, 'alt')", [name])),
         ("drop_vector_space", one("select sift.drop_vector_space(%s, 'alt')", [name])),
@@ -261,7 +261,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("insert document", one("insert into sift.documents (collection_id, source_uri) values (%s, 'x') "
                                 "returning document_id", [col_id])),
         ("write_chunks", one("select sift.write_chunks(%s, array[99], array['planted'], array[null], "
-                             "array[null]::integer[], array[%s])", [[doc_id], vec])),
+                             "array[null]::integer[], array[%s::vector])", [[doc_id], vec])),
         ("write_sections", one("select sift.write_sections(%s, array[99], array[null]::integer[], array[1], "
                                "array['planted'])", [[doc_id]])),
         ("insert section", one("insert into sift.sections (document_id, collection_id, ordinal, level) values "

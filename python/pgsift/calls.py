@@ -19,7 +19,8 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from .errors import InvalidArgument
-from .models import Candidate, Collection, Document, Hit, RerankerConfig, Section, vector_text
+from .models import Candidate, Collection, Document, Hit, RerankerConfig, Section
+from .vectors import Vec, vec
 
 MAX_POOL = 1000   # sift.search's match_count bound
 
@@ -96,7 +97,7 @@ def search_params(collection: Any, query: Any, embedding: Any, top_k: Any, filte
                   knobs: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters of sift.search / candidates / explain."""
     return {**collection_args(collection), "query_text": check_text(query or "", "query"),
-            "query_embedding": None if embedding is None else vector_text(embedding, "query embedding"),
+            "query_embedding": None if embedding is None else vec(embedding, "query embedding"),
             "match_count": check_top_k(top_k), "filter": filter_json(filter), "knobs": knobs_json(knobs)}
 
 
@@ -198,7 +199,7 @@ def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, 
 
 # -- writing documents ----------------------------------------------------------------
 
-Row = tuple[int, str, str | None, int | None, str, int | None]
+Row = tuple[int, str, str | None, int | None, Vec, int | None]
 Batch = list[tuple[Document, dict[str, Any], list[Row]]]
 
 
@@ -213,12 +214,12 @@ def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any]
         where = f"chunk {ordinal} of {uri!r}"
         content = check_text(chunk.content, f"the text of {where}", blank=False)
         context = None if chunk.context is None else check_text(chunk.context, f"the context of {where}")
-        vec = vector_text(chunk.embedding, f"the embedding of {where}")
+        vector = vec(chunk.embedding, f"the embedding of {where}")
         if chunk.section is not None and not (isinstance(chunk.section, int)
                                               and 0 <= chunk.section < len(doc.sections)):
             raise InvalidArgument(f"the section of {where} is {chunk.section!r}; the document has "
                                   f"{len(doc.sections)} section(s)")
-        rows.append((ordinal, content, context, chunk.token_count, vec, chunk.section))
+        rows.append((ordinal, content, context, chunk.token_count, vector, chunk.section))
     params = {
         "collection_id": collection.collection_id, "source_uri": uri,
         "title": None if doc.title is None else check_text(doc.title, f"the title of {uri!r}"),
@@ -267,8 +268,8 @@ def section_arrays(document_ids: list[int], batch: Batch) -> dict[str, list[Any]
     return columns if columns["ordinals"] else None
 
 
-# Chunks per sift.write_chunks statement: bounds the statement's size (a 384-d chunk is about
-# 5 kB of text) however large a document is; a document of more is written by several
+# Chunks per sift.write_chunks statement: bounds the statement's size (a 384-d chunk's vector
+# is 1.5 kB in binary) however large a document is; a document of more is written by several
 # statements in its one transaction.
 CHUNKS_PER_STATEMENT = 2000
 

@@ -23,9 +23,10 @@ from collections.abc import Iterator, Callable, Iterable, Sequence
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import class_row
 
-from . import calls
+from . import calls, vectors
 from . import queries as q
 from .errors import InvalidArgument, SpaceIncomplete, translate
 from .languages import detect
@@ -45,11 +46,11 @@ from .models import (
     ResolvedSection,
     SearchResult,
     VectorSpace,
-    vector_text,
 )
 from .rerankers import RerankOutcome, SecretResolver
 from .rerankers.engine import rerank_search
 from .rerankers.outcome import log, log_fault
+from .vectors import vec
 
 try:  # optional extra
     import psycopg_pool
@@ -61,6 +62,8 @@ REFRESH_EVERY = 500
 BATCH_DOCUMENTS = 50
 
 Step = tuple[Any, dict[str, Any]]
+# Where a connection can read the vector type without disturbing anything.
+_ADAPTABLE = (TransactionStatus.IDLE, TransactionStatus.INTRANS)
 
 
 class Client:
@@ -87,6 +90,7 @@ class Client:
         self.embedder = embedder
         self.writer = writer
         self.secrets = secrets
+        self._vector_oids: dict[tuple[str, int, str], tuple[int, int]] = {}
 
     # -- transactions ----------------------------------------------------------------
 
@@ -94,10 +98,34 @@ class Client:
     def _connection(self, source: Any = None) -> Iterator[psycopg.Connection[Any]]:
         source = source or self.source
         if isinstance(source, psycopg.Connection):
+            self._adapt(source)
             yield source
         else:
             with source.connection() as conn:
+                self._adapt(conn)
                 yield conn
+
+    def _adapt(self, conn: psycopg.Connection[Any]) -> None:
+        """Vectors go in binary on this connection from now on (pgsift.vectors): the vector
+        type is read once per database and client. Left alone inside a failed transaction
+        and where pgvector is missing (vectors then go as text and the database says what
+        is wrong)."""
+        if vectors.adapted(conn) or conn.info.transaction_status not in _ADAPTABLE:
+            return
+        where = (conn.info.host, conn.info.port, conn.info.dbname)
+        oids = self._vector_oids.get(where)
+        if oids is None:
+            idle = conn.info.transaction_status == TransactionStatus.IDLE
+            try:
+                row = (conn.execute(q.VECTOR_TYPES, prepare=False)).fetchone()
+                if idle and not conn.autocommit:
+                    conn.rollback()   # a catalog read; the caller's transaction has not begun
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+            if row is None:
+                return
+            oids = self._vector_oids[where] = (row[0], row[1])
+        vectors.register(conn, oids)
 
     @contextlib.contextmanager
     def transaction(self, source: Any = None) -> Iterator[psycopg.Connection[Any]]:
@@ -209,7 +237,7 @@ class Client:
             raise InvalidArgument(f"{len(chunk_ids)} chunk ids for {len(embeddings)} embeddings")
         params = {"collection": calls.check_text(collection, "collection"), "space": calls.check_text(space, "space"),
                   "chunk_ids": [int(i) for i in chunk_ids],
-                  "embeddings": [vector_text(e, f"the vector of chunk {i}") for i, e in zip(chunk_ids, embeddings,
+                  "embeddings": [vec(e, f"the vector of chunk {i}") for i, e in zip(chunk_ids, embeddings,
                                                                                            strict=True)]}
         rows = self._rows([(q.WRITE_SPACE_VECTORS, params)])
         return int(rows[0][0])

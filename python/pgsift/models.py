@@ -16,8 +16,6 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .errors import InvalidArgument
-
 Vector = Sequence[float] | npt.NDArray[Any]
 
 
@@ -387,30 +385,11 @@ class Page(SearchResult):
 
 
 def vector_text(embedding: Any, what: str = "embedding") -> str:
-    """pgvector's text form of an embedding, refusing what the database would choke on."""
-    try:
-        arr = np.asarray(embedding, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgument(f"{what} must be a sequence of numbers") from exc
-    if arr.ndim != 1 or arr.size == 0:
-        raise InvalidArgument(f"{what} must be a non-empty 1-d sequence of numbers, got shape {arr.shape}")
-    if arr.size > 16000:
-        raise InvalidArgument(f"{what} has {arr.size} dimensions; pgvector stores at most 16,000")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidArgument(f"{what} contains NaN or infinity")
-    if np.abs(arr).max() > _FLOAT4_MAX:
-        raise InvalidArgument(f"{what} has a value beyond the range of pgvector's 4-byte floats")
-    # pgvector keeps 4-byte floats: 9 significant digits carry each one exactly, in one
-    # C-level format call (half the text and a third of the time of Python's repr).
-    size = int(arr.size)
-    template = _TEMPLATES.get(size)
-    if template is None:
-        template = _TEMPLATES.setdefault(size, "[" + ",".join(["%.9g"] * size) + "]")
-    return template % tuple(arr.astype(np.float32).tolist())
+    """pgvector's text form of an embedding, refusing what the database would choke on (for
+    SQL written by hand; the client sends vectors in binary, pgsift.vectors)."""
+    from .vectors import check_vector, text_form
 
-
-_FLOAT4_MAX = float(np.finfo(np.float32).max)
-_TEMPLATES: dict[int, str] = {}
+    return text_form(check_vector(embedding, what))
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,13 @@ join pg_catalog.pg_namespace n on n.oid = e.extnamespace
 where e.extname = 'vector'
 """
 
+# pgvector's vector type and its array type, wherever the extension lives (not by search_path).
+VECTOR_TYPES = """
+select t.oid::integer, t.typarray::integer from pg_catalog.pg_extension e
+join pg_catalog.pg_type t on t.typnamespace = e.extnamespace and t.typname = 'vector'
+where e.extname = 'vector'
+"""
+
 APPLIED_MIGRATIONS = "select version, sha256 from sift.schema_migrations order by version"
 
 RECORD_MIGRATION = (
@@ -156,7 +163,7 @@ select sift.write_sections(document_ids => %(document_ids)s::bigint[], ordinals 
 WRITE_CHUNKS = """
 select sift.write_chunks(document_ids => %(document_ids)s::bigint[], ordinals => %(ordinals)s::integer[],
                          contents => %(contents)s::text[], contexts => %(contexts)s::text[],
-                         token_counts => %(token_counts)s::integer[], embeddings => %(embeddings)s::text[],
+                         token_counts => %(token_counts)s::integer[], embeddings => %(embeddings)s,
                          section_ordinals => %(section_ordinals)s::integer[])
 """
 
@@ -193,7 +200,7 @@ select chunk_id, document from sift.missing_space_vectors(collection => %(collec
 
 WRITE_SPACE_VECTORS = """
 select sift.write_space_vectors(collection => %(collection)s::text, space => %(space)s::text,
-                                chunk_ids => %(chunk_ids)s::bigint[], embeddings => %(embeddings)s::text[])
+                                chunk_ids => %(chunk_ids)s::bigint[], embeddings => %(embeddings)s)
 """
 
 SWITCH_VECTOR_SPACE = """
