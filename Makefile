@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint sync install install-dev install-embed system-deps sql bench clean
+.PHONY: demo test lint sync install install-dev install-embed system-deps sql extension bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ sql: install
 	mkdir -p build
 	$(BIN)/pgsift install-sql > build/pgsift-install.sql
 	@echo "wrote build/pgsift-install.sql (psql -f build/pgsift-install.sql)"
+
+# CREATE EXTENSION pgsift: control file, versioned scripts and the pg_tle installer in
+# build/extension (PG_CONFIG=/path/to/pg_config writes them into that server instead).
+extension: install
+	$(BIN)/pgsift extension $(if $(PG_CONFIG),--pg-config $(PG_CONFIG),--out build/extension)
 
 bench: install
 	$(BIN)/pgsift bench quality --dataset ../shared/datasets/scifact

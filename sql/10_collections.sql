@@ -85,6 +85,30 @@ comment on function sift._ensure_dense_index(integer, sift.distance, boolean) is
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
+create or replace function sift.ensure_dense_indexes()
+returns setof text
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The HNSW indexes are made on demand, when a collection or space of a new
+    -- (dimension, distance) appears: not by the install script, so pg_dump of an
+    -- extension install (which re-creates its tables by CREATE EXTENSION) leaves
+    -- them out. After a restore, this builds them again; elsewhere it finds
+    -- every one in place and builds nothing.
+    return query
+    select sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin))
+    from sift.vector_spaces s
+    group by s.dimensions, s.distance
+    order by s.dimensions, s.distance;
+end;
+$$;
+comment on function sift.ensure_dense_indexes() is
+    'Builds the partial HNSW indexes any vector space the caller sees needs and lacks (after a '
+    'restore of an extension install, which leaves these on-demand indexes out), and returns '
+    'their names (on sift.chunks; with them those on sift.chunk_vectors). Writes (the operator, '
+    'or collection admins for their own).';
+
 create or replace function sift.create_collection(
     collection      text,
     embedding_dims  integer,

@@ -195,6 +195,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                         [chunk_ids[:2], [vec, vec]])),
         ("switch_vector_space", one("select * from sift.switch_vector_space(%s, 'alt')", [name])),
         ("drop_vector_space", one("select sift.drop_vector_space(%s, 'alt')", [name])),
+        ("ensure_dense_indexes", rows("select * from sift.ensure_dense_indexes() as index_name")),
         ("search_foreign_space", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector, "
                                       "knobs => '{\"dense_space\": \"alt\"}')", [name, vec])),
         ("insert chunk vector", one("insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, "

@@ -5,8 +5,6 @@ them (Client, AsyncClient), installs them (migrate), and makes the one call
 that must leave the database, the hosted rerank (pgsift.rerankers).
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from . import rerankers
 from .client import Client
 from .client_async import AsyncClient
@@ -56,11 +54,9 @@ from .models import (
     Section,
     VectorSpace,
 )
+from .version import VERSION
 
-try:
-    __version__ = version("pgsift")   # the one version source: pyproject.toml
-except PackageNotFoundError:  # pragma: no cover - running from a checkout without installing
-    __version__ = "0+unknown"
+__version__ = VERSION   # pgsift.version: the one source (pyproject.toml reads it too)
 
 __all__ = [
     "AsyncClient", "Candidate", "Chunk", "Client", "Collection", "CollectionExists", "CollectionNotFound",

@@ -37,7 +37,8 @@ MIGRATE_PRELUDE = (
 STANDBY_STATE = """
 select pg_catalog.pg_is_in_recovery(),
        pg_catalog.to_regclass('sift.schema_migrations') is not null
-       and pg_catalog.to_regclass('sift.schema_functions') is not null
+       and pg_catalog.to_regclass('sift.schema_functions') is not null,
+       exists (select 1 from pg_catalog.pg_extension where extname = 'pgsift')
 """
 
 # Quoted as the install script quotes it, so both install the same text.

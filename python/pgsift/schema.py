@@ -18,8 +18,10 @@ _PACKAGE = Path(__file__).resolve().parent
 VECTOR_SCHEMA_TOKEN = "@extschema:vector@"
 
 
-def _find(dirname: str) -> Path:
-    for candidate in (_PACKAGE / dirname, _PACKAGE.parent.parent / dirname):
+def _find(dirname: str, root: Path | None = None) -> Path:
+    """The installed package's folder, or `root`'s (another checkout: a release's tree)."""
+    places = (root / dirname,) if root is not None else (_PACKAGE / dirname, _PACKAGE.parent.parent / dirname)
+    for candidate in places:
         if candidate.is_dir():
             return candidate
     raise MigrationError(f"pgsift's {dirname}/ folder is missing from the installation")
@@ -39,20 +41,20 @@ class SqlFile:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
 
-def migration_files() -> list[SqlFile]:
-    return [SqlFile(p.stem, p) for p in sorted(_find("migrations").glob("*.sql"))]
+def migration_files(root: Path | None = None) -> list[SqlFile]:
+    return [SqlFile(p.stem, p) for p in sorted(_find("migrations", root).glob("*.sql"))]
 
 
-def function_files() -> list[SqlFile]:
-    return [SqlFile(p.stem, p) for p in sorted(_find("sql").glob("*.sql"))]
+def function_files(root: Path | None = None) -> list[SqlFile]:
+    return [SqlFile(p.stem, p) for p in sorted(_find("sql", root).glob("*.sql"))]
 
 
-def functions_sha256() -> str:
+def functions_sha256(root: Path | None = None) -> str:
     """What the function files are, with the migrations they sit on: re-applied when it changes."""
     digest = hashlib.sha256()
-    for mig in migration_files():
+    for mig in migration_files(root):
         digest.update(f"migration {mig.version}\n".encode())
-    for fn in function_files():
+    for fn in function_files(root):
         digest.update(f"file {fn.version} {fn.sha256}\n".encode())
     return digest.hexdigest()
 

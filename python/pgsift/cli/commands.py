@@ -1,4 +1,4 @@
-"""`pgsift db|migrate|install-sql|collection|knobs|ingest|spaces|reembed|search|explain|demo`."""
+"""`pgsift db|migrate|install-sql|extension|collection|knobs|ingest|spaces|reembed|search|explain|demo`."""
 
 from __future__ import annotations
 
@@ -55,6 +55,28 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_install_sql(args: argparse.Namespace) -> int:
     sys.stdout.write(install_script())
+    return 0
+
+
+def cmd_extension(args: argparse.Namespace) -> int:
+    """Write the extension's files: into --out, or into the extension folder of the server
+    whose pg_config is given (then `create extension pgsift cascade` in psql)."""
+    import subprocess
+
+    from .. import extension
+
+    folder = Path(args.out)
+    if args.pg_config:
+        try:
+            share = subprocess.run([args.pg_config, "--sharedir"], capture_output=True, text=True, check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            raise InvalidArgument(f"--pg-config {args.pg_config}: could not run it ({exc})") from exc
+        folder = Path(share.stdout.strip()) / "extension"
+    written = extension.write(folder)
+    print(f"wrote {len(written)} files into {folder}: {', '.join(p.name for p in written)}")
+    if not args.pg_config:
+        print("install: cp them into $(pg_config --sharedir)/extension, then in psql: create extension pgsift cascade;"
+              " on RDS, Aurora or Supabase: psql -f pgsift--pg_tle.sql, then the same create extension")
     return 0
 
 
@@ -334,6 +356,11 @@ def register(sub: Any) -> None:
 
     add_command(sub, "migrate", "install or upgrade pgsift in the database").set_defaults(func=cmd_migrate)
     add_command(sub, "install-sql", "print the install script for psql -f").set_defaults(func=cmd_install_sql)
+    p = add_command(sub, "extension", "write the CREATE EXTENSION files (control, versioned scripts, pg_tle)")
+    p.add_argument("--out", default="build/extension", help="folder to write them into (default build/extension)")
+    p.add_argument("--pg-config", metavar="PATH",
+                   help="write them into the extension folder of the server this pg_config belongs to instead")
+    p.set_defaults(func=cmd_extension)
 
     p = add_command(sub, "collection", "create, list, alter or drop collections")
     p.add_argument("action", choices=["create", "list", "alter", "drop"], help="what to do")
