@@ -85,6 +85,124 @@ comment on function sift._ensure_dense_index(integer, sift.distance, boolean) is
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
+create or replace function sift._space_dedicated(space sift.vector_spaces)
+returns boolean
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Options other than the shared index's: m or ef_construction set, or half
+    -- precision where the shared index of that size is full.
+    select space.hnsw_m is not null or space.hnsw_ef_construction is not null
+           or (space.dense_precision = 'half' and space.dimensions <= 2000)
+$$;
+comment on function sift._space_dedicated(sift.vector_spaces) is
+    'Internal: whether a vector space has an HNSW index of its own (options other than the '
+    'shared index''s), rather than the one per (dimension, distance).';
+
+
+create or replace function sift._space_index_name(space sift.vector_spaces)
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when sift._space_dedicated(space) then
+                    case when space.builtin then 'chunks_hnsw_collection_' || space.collection_id
+                         else 'chunk_vectors_hnsw_space_' || space.space_id end
+                when space.builtin then pg_catalog.format('chunks_hnsw_%s_%s', space.distance, space.dimensions)
+                else pg_catalog.format('chunk_vectors_hnsw_%s_%s', space.distance, space.dimensions) end
+$$;
+comment on function sift._space_index_name(sift.vector_spaces) is
+    'Internal: the HNSW index a vector space''s dense leg walks: its own, or the shared one of its '
+    'size and distance.';
+
+
+create or replace function sift._ensure_space_index(space_id bigint)
+returns text
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    s       sift.vector_spaces;
+    kind    text;
+    opclass text;
+    name    text;
+begin
+    -- A space with its own options gets its own partial index: on its
+    -- collection's chunks (the built-in space) or on its rows of
+    -- sift.chunk_vectors. Security definer for the reason _ensure_dense_index
+    -- is; it reads the space by id (as the owner) and builds only what that
+    -- space's own options say, so a caller can name nothing else.
+    select v.* into s from sift.vector_spaces v where v.space_id = _ensure_space_index.space_id;
+    if s.space_id is null or not sift._space_dedicated(s) then
+        return null;
+    end if;
+    kind := case when s.dense_precision = 'half' then 'halfvec' else 'vector' end;
+    opclass := kind || case s.distance when 'cosine' then '_cosine_ops' when 'l2' then '_l2_ops'
+                                       when 'inner_product' then '_ip_ops' end;
+    if kind = 'halfvec' and pg_catalog.to_regtype('@extschema:vector@.halfvec') is null then
+        raise exception 'a half-precision index needs pgvector 0.7 or later (halfvec)' using errcode = 'SF003';
+    end if;
+    name := sift._space_index_name(s);
+    if pg_catalog.to_regclass(pg_catalog.format('sift.%I', name)) is null then
+        execute pg_catalog.format(
+            'create index if not exists %I on sift.%I using hnsw '
+            '((embedding::@extschema:vector@.%s(%s)) @extschema:vector@.%s) '
+            'with (m = %s, ef_construction = %s) where %I = %s',
+            name, case when s.builtin then 'chunks' else 'chunk_vectors' end, kind, s.dimensions, opclass,
+            coalesce(s.hnsw_m, 16), coalesce(s.hnsw_ef_construction, 64),
+            case when s.builtin then 'collection_id' else 'space_id' end,
+            case when s.builtin then s.collection_id else s.space_id end);
+    end if;
+    return name;
+end;
+$$;
+comment on function sift._ensure_space_index(bigint) is
+    'Internal, writes: creates the HNSW index of its own a vector space with options needs (m, '
+    'ef_construction, half precision), partial on its collection (built-in space) or its space '
+    '(sift.chunk_vectors); null for a space that shares the index of its size. Security definer '
+    '(the owner builds indexes on the shared tables); granted to sift_admin only.';
+
+
+create or replace function sift._drop_orphan_indexes()
+returns setof text
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    saved text := pg_catalog.current_setting('lock_timeout');
+    idx   text;
+begin
+    -- The own indexes of spaces that are gone (their collection or space was
+    -- dropped). Dropping an index locks its table against every search, so
+    -- each waits at most 100 ms: one still in use stays for the next call
+    -- (any drop, or sift.ensure_dense_indexes). As the owner it sees every
+    -- tenant's spaces, so it drops only what no space names.
+    perform pg_catalog.set_config('lock_timeout', '100ms', true);
+    for idx in
+        select i.relname::text
+        from pg_catalog.pg_class i
+        where i.relnamespace = 'sift'::regnamespace and i.relkind = 'i'
+          and i.relname ~ '^(chunks_hnsw_collection|chunk_vectors_hnsw_space)_[0-9]+$'
+          and not exists (select 1 from sift.vector_spaces s
+                          where sift._space_dedicated(s) and sift._space_index_name(s) = i.relname::text)
+        order by 1
+    loop
+        begin
+            execute pg_catalog.format('drop index sift.%I', idx);
+            return next idx;
+        exception when lock_not_available then
+            null;
+        end;
+    end loop;
+    perform pg_catalog.set_config('lock_timeout', saved, true);
+end;
+$$;
+comment on function sift._drop_orphan_indexes() is
+    'Internal, writes: drops the own HNSW indexes of vector spaces that no longer exist, each '
+    'waiting at most 100 ms for its table (one in use is left for the next call); returns those '
+    'dropped. Security definer (the owner drops indexes on the shared tables); granted to '
+    'sift_admin only.';
+
 create or replace function sift.ensure_dense_indexes()
 returns setof text
 language plpgsql volatile security invoker
@@ -92,36 +210,49 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     -- The HNSW indexes are made on demand, when a collection or space of a new
-    -- (dimension, distance) appears: not by the install script, so pg_dump of an
-    -- extension install (which re-creates its tables by CREATE EXTENSION) leaves
-    -- them out. After a restore, this builds them again; elsewhere it finds
-    -- every one in place and builds nothing.
+    -- (dimension, distance), or with options of its own, appears: not by the
+    -- install script, so pg_dump of an extension install (which re-creates its
+    -- tables by CREATE EXTENSION) leaves them out. After a restore, this builds
+    -- them again; elsewhere it finds every one in place and builds nothing. It
+    -- also drops the own indexes of spaces dropped while the index was in use.
+    perform sift._drop_orphan_indexes();
     return query
-    select sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin))
-    from sift.vector_spaces s
-    group by s.dimensions, s.distance
-    order by s.dimensions, s.distance;
+    select x.name from (
+        select sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin)) as name
+        from sift.vector_spaces s
+        where not sift._space_dedicated(s)
+        group by s.dimensions, s.distance
+        union all
+        select sift._ensure_space_index(s.space_id)
+        from sift.vector_spaces s
+        where sift._space_dedicated(s)) x
+    order by 1;
 end;
 $$;
 comment on function sift.ensure_dense_indexes() is
-    'Builds the partial HNSW indexes any vector space the caller sees needs and lacks (after a '
-    'restore of an extension install, which leaves these on-demand indexes out), and returns '
-    'their names (on sift.chunks; with them those on sift.chunk_vectors). Writes (the operator, '
-    'or collection admins for their own).';
+    'Builds the HNSW indexes the vector spaces the caller sees need and lack (after a restore of an '
+    'extension install, which leaves these on-demand indexes out): the shared ones (named by their '
+    'sift.chunks index; with them those on sift.chunk_vectors) and spaces'' own; drops the own '
+    'indexes of dropped spaces. Returns the names. Writes (the operator, or collection admins for '
+    'their own).';
 
 create or replace function sift.create_collection(
-    collection      text,
-    embedding_dims  integer,
-    search_language text default 'english',
-    distance        text default 'cosine',
-    description     text default null,
-    knobs           jsonb default '{}')
+    collection           text,
+    embedding_dims       integer,
+    search_language      text default 'english',
+    distance             text default 'cosine',
+    description          text default null,
+    knobs                jsonb default '{}',
+    dense_precision      text default null,
+    hnsw_m               integer default null,
+    hnsw_ef_construction integer default null)
 returns sift.collections
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
     created sift.collections;
+    space   sift.vector_spaces;
 begin
     if distance is null or distance not in ('cosine', 'l2', 'inner_product') then
         raise exception 'distance must be cosine, l2 or inner_product, got "%"', left(distance, 100)
@@ -138,15 +269,53 @@ begin
         (sift.current_tenant(), collection, sift._regconfig(search_language), embedding_dims,
          distance, description, coalesce(knobs, '{}'))
     returning c.* into created;
-    perform sift._ensure_dense_index(created.embedding_dims, created.distance);
+    -- The built-in space came with it (trigger); its index options are set
+    -- now, while it is empty (sift.vector_spaces' checks guard them).
+    space := sift._space(created, null);
+    if dense_precision is not null or hnsw_m is not null or hnsw_ef_construction is not null then
+        space := sift._set_space_options(space, dense_precision, hnsw_m, hnsw_ef_construction);
+    end if;
+    if sift._space_dedicated(space) then
+        perform sift._ensure_space_index(space.space_id);
+    else
+        perform sift._ensure_dense_index(created.embedding_dims, created.distance);
+    end if;
     return created;
 end;
 $$;
-comment on function sift.create_collection(text, integer, text, text, text, jsonb) is
+comment on function sift.create_collection(text, integer, text, text, text, jsonb, text, integer, integer) is
     'Creates a collection of the current tenant (names are unique per tenant) with its language, '
     'embedding size (1 to 4000; past 2000 indexed as halfvec) and distance (cosine, l2, inner_product), and any knob values in '
     'knobs (see sift.knobs(); a preset is allowed). Adds the HNSW index for the embedding size if '
-    'this is the first collection of that size. Writes.';
+    'this is the first collection of that size. dense_precision (full, half), hnsw_m and '
+    'hnsw_ef_construction give the collection an HNSW index of its own with those options. Writes.';
+
+
+create or replace function sift._set_space_options(space sift.vector_spaces, dense_precision text,
+                                                   hnsw_m integer, hnsw_ef_construction integer)
+returns sift.vector_spaces
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    changed sift.vector_spaces;
+begin
+    -- The only way a space's index options change: right after it is made,
+    -- empty (the guard trigger refuses any other update of them).
+    perform pg_catalog.set_config('pgsift.space_options', space.space_id::text, true);
+    update sift.vector_spaces s
+    set dense_precision = coalesce(_set_space_options.dense_precision, s.dense_precision),
+        hnsw_m = _set_space_options.hnsw_m,
+        hnsw_ef_construction = _set_space_options.hnsw_ef_construction
+    where s.space_id = space.space_id
+    returning s.* into changed;
+    perform pg_catalog.set_config('pgsift.space_options', '', true);
+    return changed;
+end;
+$$;
+comment on function sift._set_space_options(sift.vector_spaces, text, integer, integer) is
+    'Internal: sets a new, empty vector space''s index options (precision, m, ef_construction); '
+    'the table''s checks refuse values out of range.';
 
 
 create or replace function sift.alter_collection(
@@ -267,6 +436,13 @@ declare
     col sift.collections := sift._collection(collection);
 begin
     delete from sift.collections c where c.collection_id = col.collection_id;
+    -- Its own HNSW index, if it had one (else the next drop or
+    -- sift.ensure_dense_indexes takes it).
+    if (select pg_catalog.count(*) from pg_catalog.pg_class i
+        where i.relnamespace = 'sift'::regnamespace
+          and i.relname ~ '^(chunks_hnsw_collection|chunk_vectors_hnsw_space)_[0-9]+$') > 0 then
+        perform sift._drop_orphan_indexes();
+    end if;
     return true;
 end;
 $$;

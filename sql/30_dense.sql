@@ -26,7 +26,8 @@ comment on function sift._distance_operator(text) is
 
 
 create or replace function sift._dense_leg_sql(dims integer, distance text, exact boolean, filtered boolean,
-                                               added boolean default false)
+                                               added boolean default false, half boolean default null,
+                                               own_index bigint default null)
 returns text
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
@@ -35,15 +36,17 @@ as $$
     -- space (added: its vectors in sift.chunk_vectors; else the chunks' own).
     -- The HNSW form orders by the indexed expression itself (ordering by a
     -- computed column turns the index into a sequential scan); the exact form
-    -- materialises the distances first so no index is used.
+    -- materialises the distances first so no index is used. half: the index
+    -- holds halfvec (null: past 2,000 dimensions). own_index: the space has an
+    -- index of its own, partial on its collection (built-in) or space (added):
+    -- the rows are that index's predicate alone, by value, so the planner both
+    -- proves it and counts it once (every vector of a space has its size).
     select format(
         $f$
         with m as materialized (
             select c.chunk_id, (c.embedding::@extschema:vector@.vector(%1$s) %2$s $1) as distance
             from %5$s c
-            where c.collection_id = any ($2)
-              and @extschema:vector@.vector_dims(c.embedding) = %1$s
-              %6$s
+            where %6$s
               %3$s
             %4$s
         )
@@ -61,22 +64,27 @@ as $$
         -- Past 2,000 dimensions the index holds halfvec: walked in half
         -- precision, the distances above re-scored at full.
         case when exact then ''
-             when dims > 2000 then
+             when coalesce(half, dims > 2000) then
                  format('order by c.embedding::@extschema:vector@.halfvec(%s) %s $1::@extschema:vector@.halfvec(%s) '
                         'limit $4', dims, sift._distance_operator(distance), dims)
              else format('order by c.embedding::@extschema:vector@.vector(%s) %s $1 limit $4', dims,
                          sift._distance_operator(distance)) end,
         case when added then 'sift.chunk_vectors' else 'sift.chunks' end,
-        case when added then 'and c.space_id = $5' else '' end)
+        case when own_index is not null
+             then pg_catalog.format('c.%s = %s', case when added then 'space_id' else 'collection_id' end, own_index)
+             else pg_catalog.format('c.collection_id = any ($2) and @extschema:vector@.vector_dims(c.embedding) = %s %s',
+                                    dims, case when added then 'and c.space_id = $5' else '' end) end)
 $$;
-comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean) is
-    'Internal: the dense leg''s statement, exact or through the HNSW index, over the chunks'' own '
-    'vectors or an added space''s (sift.chunk_vectors), for EXPLAIN and EXECUTE.';
+comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean, boolean, bigint) is
+    'Internal: the dense leg''s statement, exact or through the HNSW index (shared, in full or half '
+    'precision, or the space''s own), over the chunks'' own vectors or an added space''s '
+    '(sift.chunk_vectors), for EXPLAIN and EXECUTE.';
 
 
 create or replace function sift._dense_leg(
     collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
-    filter jsonb, n integer, exact_search_limit integer, space_id bigint default null)
+    filter jsonb, n integer, exact_search_limit integer, space_id bigint default null,
+    half boolean default null, own_index bigint default null)
 returns table (chunk_id bigint, rank integer, distance double precision)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -106,7 +114,8 @@ begin
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
         end if;
         execute format('select array_agg(l.chunk_id order by l.rank), array_agg(l.distance order by l.rank) from (%s) l',
-                       sift._dense_leg_sql(dims, metric, false, filtered, space_id is not null))
+                       sift._dense_leg_sql(dims, metric, false, filtered, space_id is not null, half,
+                                           own_index))
             into ids, dists
             using query, collection_ids, fpath, n, space_id;
         perform set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true);
@@ -128,8 +137,9 @@ begin
 end;
 $$;
 comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer,
-    bigint) is
+    bigint, boolean, bigint) is
     'Internal: the top n chunks by vector distance (space_id: an added space''s vectors; null: '
-    'the chunks'' own), metadata filter inside the leg; exact for '
+    'the chunks'' own; half and own_index: the index the space walks, sift._dense_leg_sql), '
+    'metadata filter inside the leg; exact for '
     'small collections, HNSW with iterative scan otherwise, exact again if the index walk '
     'comes back short.';

@@ -66,8 +66,9 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     -- Every collection starts with its built-in space, active.
-    insert into sift.vector_spaces (collection_id, name, dimensions, distance, builtin, active)
-    values (new.collection_id, 'default', new.embedding_dims, new.distance, true, true);
+    insert into sift.vector_spaces (collection_id, name, dimensions, distance, builtin, active, dense_precision)
+    values (new.collection_id, 'default', new.embedding_dims, new.distance, true, true,
+            case when new.embedding_dims > 2000 then 'half' else 'full' end);
     return null;
 end;
 $$;
@@ -115,11 +116,14 @@ create or replace trigger chunk_vectors_before_write
 
 
 create or replace function sift.add_vector_space(
-    collection text,
-    space      text,
-    dimensions integer,
-    distance   text default 'cosine',
-    model      text default null)
+    collection           text,
+    space                text,
+    dimensions           integer,
+    distance             text default 'cosine',
+    model                text default null,
+    dense_precision      text default null,
+    hnsw_m               integer default null,
+    hnsw_ef_construction integer default null)
 returns sift.vector_spaces
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -135,16 +139,24 @@ begin
     if exists (select 1 from sift.vector_spaces s where s.collection_id = col.collection_id and s.name = space) then
         raise exception 'collection "%" already has a vector space "%"', col.name, space using errcode = 'SF003';
     end if;
-    insert into sift.vector_spaces (collection_id, name, dimensions, distance, model)
-    values (col.collection_id, space, dimensions, distance, model)
+    insert into sift.vector_spaces (collection_id, name, dimensions, distance, model, dense_precision, hnsw_m,
+                                    hnsw_ef_construction)
+    values (col.collection_id, space, dimensions, distance, model,
+            coalesce(add_vector_space.dense_precision, case when dimensions > 2000 then 'half' else 'full' end),
+            add_vector_space.hnsw_m, add_vector_space.hnsw_ef_construction)
     returning * into created;
-    perform sift._ensure_dense_index(created.dimensions, created.distance, true);
+    if sift._space_dedicated(created) then
+        perform sift._ensure_space_index(created.space_id);
+    else
+        perform sift._ensure_dense_index(created.dimensions, created.distance, true);
+    end if;
     return created;
 end;
 $$;
-comment on function sift.add_vector_space(text, text, integer, text, text) is
+comment on function sift.add_vector_space(text, text, integer, text, text, text, integer, integer) is
     'Adds a vector space to a collection (name, dimensions, distance, model) beside the active '
-    'one, with its HNSW index; nothing searches it until sift.switch_vector_space (or the '
+    'one, with its HNSW index (its own when dense_precision half, hnsw_m or hnsw_ef_construction '
+    'are given); nothing searches it until sift.switch_vector_space (or the '
     'dense_space knob). Fill it with sift.write_space_vectors. Writes (collection admins).';
 
 
@@ -244,22 +256,25 @@ comment on function sift.missing_space_vectors(text, text, integer, bigint) is
 
 create or replace function sift.vector_space_status(collection text)
 returns table (name text, dimensions integer, distance text, model text, builtin boolean, active boolean,
-               chunks bigint, missing bigint, created_at timestamptz)
+               chunks bigint, missing bigint, created_at timestamptz, dense_precision text, hnsw_m integer,
+               hnsw_ef_construction integer, index_name text)
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     with c as (select sift._collection(vector_space_status.collection) as col)
     select s.name::text, s.dimensions, s.distance::text, s.model, s.builtin, s.active,
            (select count(*) from sift.chunks k where k.collection_id = s.collection_id),
-           sift._space_missing(s), s.created_at
+           sift._space_missing(s), s.created_at, s.dense_precision, coalesce(s.hnsw_m, 16),
+           coalesce(s.hnsw_ef_construction, 64), sift._space_index_name(s)
     from c, sift.vector_spaces s
     where s.collection_id = (c.col).collection_id
     order by s.active desc, s.name, s.space_id
 $$;
 comment on function sift.vector_space_status(text) is
     'A collection''s vector spaces: dimensions, distance, model, whether built-in (stored with the '
-    'chunks) and active (searched and written), its chunks and how many lack a vector in each. '
-    'Read-only.';
+    'chunks) and active (searched and written), its chunks and how many lack a vector in each, and '
+    'its HNSW index: precision, m, ef_construction and the index''s name (its own, or the one '
+    'shared by its size and distance). Read-only.';
 
 
 create or replace function sift.switch_vector_space(collection text, space text)
@@ -342,6 +357,9 @@ begin
     end if;
     delete from sift.vector_spaces s where s.space_id = target.space_id and not s.active;
     get diagnostics gone = row_count;
+    if sift._space_dedicated(target) then
+        perform sift._drop_orphan_indexes();   -- its own index (one in use: the next call's)
+    end if;
     return gone = 1;
 end;
 $$;
@@ -378,6 +396,14 @@ begin
         raise exception 'a vector space keeps its collection, name, dimensions, distance and kind: add another'
             using errcode = 'SF003';
     end if;
+    -- Index options are set once, as the space is made (its index is built
+    -- for them while it is empty).
+    if (new.dense_precision, new.hnsw_m, new.hnsw_ef_construction)
+       is distinct from (old.dense_precision, old.hnsw_m, old.hnsw_ef_construction)
+       and pg_catalog.current_setting('pgsift.space_options', true) is distinct from new.space_id::text then
+        raise exception 'a vector space keeps the index options it was made with: add another space with new ones'
+            using errcode = 'SF003';
+    end if;
     if new.active and not old.active
        and pg_catalog.current_setting('pgsift.switching', true) is distinct from new.space_id::text then
         raise exception 'a vector space becomes the active one through sift.switch_vector_space'
@@ -387,8 +413,8 @@ begin
 end;
 $$;
 comment on function sift._vector_spaces_guard() is
-    'Trigger: a space keeps its collection, name, size, distance and kind; the built-in and active '
-    'ones come with their collection, the active one is never deleted, and activation goes through '
+    'Trigger: a space keeps its collection, name, size, distance, kind and index options; the '
+    'built-in and active ones come with their collection, the active one is never deleted, and activation goes through '
     'sift.switch_vector_space.';
 
 create or replace trigger vector_spaces_guard

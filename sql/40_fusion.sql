@@ -169,7 +169,10 @@ begin
         into dense_ids, dense_raw
         from sift._dense_leg(array[col.collection_id], space.dimensions, space.distance,
                              query_embedding, _pool.filter, n, knobs.exact_search_limit,
-                             case when space.builtin then null else space.space_id end) x;
+                             case when space.builtin then null else space.space_id end,
+                             space.dense_precision = 'half',
+                             case when not sift._space_dedicated(space) then null
+                                  when space.builtin then space.collection_id else space.space_id end) x;
     end if;
     if 'lexical' = any (ran) then
         select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank)

@@ -133,11 +133,14 @@ revoke all on all functions in schema sift from public;
 -- Functions run with the caller's rights (security invoker): what a role may
 -- do is decided by the table grants and policies below, not by EXECUTE.
 grant execute on all functions in schema sift to sift_reader, sift_gateway;
--- Of the two security definer functions, the one that builds an index as the table's
--- owner is for collection admins (sift._text_matches checks its caller itself).
+-- Of the security definer functions, those that build or drop an index as the
+-- table's owner are for collection admins (sift._text_matches checks its caller itself).
 revoke execute on function sift._ensure_dense_index(integer, sift.distance, boolean)
     from sift_reader, sift_gateway;
 grant execute on function sift._ensure_dense_index(integer, sift.distance, boolean) to sift_admin;
+revoke execute on function sift._ensure_space_index(bigint), sift._drop_orphan_indexes()
+    from sift_reader, sift_gateway;
+grant execute on function sift._ensure_space_index(bigint), sift._drop_orphan_indexes() to sift_admin;
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
     sift.vector_spaces, sift.chunk_vectors,

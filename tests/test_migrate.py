@@ -370,19 +370,22 @@ def test_every_function_states_its_volatility(db):
         assert {codes[d["volatility"].sval] for d in declared[name]} == {provolatile}, sig
 
 
-def test_only_three_functions_are_security_definer(db):
-    # The index builder (only the owner may index the shared table), the text-index probe
-    # (row-level security keeps the index out of reach) and the cursor signer (no tenant reads
-    # the key); test_trust attacks the probe and the signer.
+def test_only_five_functions_are_security_definer(db):
+    # The index builders and the dropper of orphaned own indexes (only the owner may index the
+    # shared tables), the text-index probe (row-level security keeps the index out of reach)
+    # and the cursor signer (no tenant reads the key); test_trust attacks the probe and the
+    # signer, test_spaces the index functions.
     definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == ["sift._cursor_sign(text,name)", "sift._ensure_dense_index(integer,sift.distance,boolean)",
-                        "sift._text_matches(bigint,tsquery,name)"]
+    assert definers == ["sift._cursor_sign(text,name)", "sift._drop_orphan_indexes()",
+                        "sift._ensure_dense_index(integer,sift.distance,boolean)",
+                        "sift._ensure_space_index(bigint)", "sift._text_matches(bigint,tsquery,name)"]
 
     def grantees(name: str) -> list[str]:
         return db.execute(
             "select array_agg(case when a.grantee = 0 then 'PUBLIC' else a.grantee::regrole::text end order by 1) "
             "from pg_proc p, aclexplode(p.proacl) a where p.proname = %s", [name]).fetchone()[0]
-    assert sorted(grantees("_ensure_dense_index")) == ["postgres", "sift_admin"]   # owner and admins, not PUBLIC
+    for builder in ("_ensure_dense_index", "_ensure_space_index", "_drop_orphan_indexes"):
+        assert sorted(grantees(builder)) == ["postgres", "sift_admin"]   # owner and admins, not PUBLIC
     assert sorted(grantees("_text_matches")) == ["postgres", "sift_gateway", "sift_reader"]
     assert sorted(grantees("_cursor_sign")) == ["postgres", "sift_gateway", "sift_reader"]
 

@@ -236,6 +236,10 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         # internal functions, forged arguments: a collection row that is not the caller's
         ("forged_dense_leg", rows("select * from sift._dense_leg(%s, 8, 'cosine', %s::text::"
                                   "public.vector, '{}', 10, 10000)", [[col_id], vec])),
+        ("forged_dense_leg_own_index", rows("select * from sift._dense_leg(%s, 8, 'cosine', %s::text::"
+                                            "public.vector, '{}', 10, 0, null, false, %s)", [[col_id], vec, col_id])),
+        ("forged_space_index", one("select sift._ensure_space_index(s.space_id) from sift.vector_spaces s "
+                                   "where s.collection_id = %s", [col_id])),
         ("forged_bm25_scores", rows("select * from sift._bm25_scores(%s, array['alpha'], array[1.0], 5, 1.2, 0.4, "
                                     "'alpha'::tsquery, null, 10)", [chunk_ids])),
         ("forged_pool", rows("select * from sift._pool((select c from sift.collections c where collection_id = %s), "

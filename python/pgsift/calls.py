@@ -50,6 +50,15 @@ def check_text(value: Any, what: str, *, blank: bool = True) -> str:
     return value
 
 
+def check_int(value: Any, what: str) -> int:
+    """An integer the database's integer holds (the database checks its range further)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgument(f"{what} must be an integer, got {type(value).__name__}")
+    if not -2**31 <= int(value) < 2**31:
+        raise InvalidArgument(f"{what} is out of range: {value}")
+    return int(value)
+
+
 def check_top_k(top_k: Any) -> int:
     if not isinstance(top_k, int) or isinstance(top_k, bool):
         raise InvalidArgument("top_k must be an integer")

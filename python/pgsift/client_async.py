@@ -164,14 +164,20 @@ class AsyncClient:
 
     async def create_collection(self, name: str, *, embedding_dims: int, search_language: str | None = None,
                                 distance: str | None = None, description: str | None = None,
-                                **knobs: Any) -> Collection:
+                                dense_precision: str | None = None, hnsw_m: int | None = None,
+                                hnsw_ef_construction: int | None = None, **knobs: Any) -> Collection:
         """Create a collection of the tenant. Knobs given (see `knobs()`) are stored with it;
-        everything left out takes the database's defaults. One transaction."""
+        everything left out takes the database's defaults. One transaction. dense_precision
+        ("full" or "half"), hnsw_m and hnsw_ef_construction give it an HNSW index of its own
+        (set now, while it is empty; `vector_spaces` shows them)."""
         given: dict[str, Any] = {"collection": calls.check_text(name, "name"), "embedding_dims": embedding_dims}
         for key, value in (("search_language", search_language), ("distance", distance),
-                           ("description", description)):
+                           ("description", description), ("dense_precision", dense_precision)):
             if value is not None:
                 given[key] = calls.check_text(value, key)
+        for key, number in (("hnsw_m", hnsw_m), ("hnsw_ef_construction", hnsw_ef_construction)):
+            if number is not None:
+                given[key] = calls.check_int(number, key)
         if knobs:
             given["knobs"] = calls.knobs_json(knobs)
         rows = await self._rows([(q.create_collection(list(given)), given),
@@ -212,13 +218,20 @@ class AsyncClient:
                                 VectorSpace)
 
     async def add_vector_space(self, collection: str, space: str, *, dimensions: int, distance: str = "cosine",
-                               model: str | None = None) -> None:
-        """A new vector space beside the active one (its HNSW index built now); nothing searches
-        it until `switch_vector_space` (or the dense_space knob)."""
+                               model: str | None = None, dense_precision: str | None = None,
+                               hnsw_m: int | None = None, hnsw_ef_construction: int | None = None) -> None:
+        """A new vector space beside the active one (its HNSW index built now: its own when
+        dense_precision "half", hnsw_m or hnsw_ef_construction are given); nothing searches it
+        until `switch_vector_space` (or the dense_space knob)."""
         await self._rows([(q.ADD_VECTOR_SPACE, {
             "collection": calls.check_text(collection, "collection"), "space": calls.check_text(space, "space"),
-            "dimensions": int(dimensions), "distance": calls.check_text(distance, "distance"),
-            "model": None if model is None else calls.check_text(model, "model")})])
+            "dimensions": calls.check_int(dimensions, "dimensions"), "distance": calls.check_text(distance, "distance"),
+            "model": None if model is None else calls.check_text(model, "model"),
+            "dense_precision": None if dense_precision is None else calls.check_text(dense_precision,
+                                                                                     "dense_precision"),
+            "hnsw_m": None if hnsw_m is None else calls.check_int(hnsw_m, "hnsw_m"),
+            "hnsw_ef_construction": None if hnsw_ef_construction is None
+            else calls.check_int(hnsw_ef_construction, "hnsw_ef_construction")})])
 
     async def missing_space_vectors(self, collection: str, space: str, *, limit: int = 1000,
                                     after: int | None = None) -> list[tuple[int, str]]:

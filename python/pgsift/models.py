@@ -289,7 +289,9 @@ class RerankerConfig:
 @dataclass(frozen=True)
 class VectorSpace:
     """One of a collection's vector spaces (sift.vector_space_status): `builtin` (stored with the
-    chunks), `active` (searched and written), its chunks and how many lack a vector in it."""
+    chunks), `active` (searched and written), its chunks and how many lack a vector in it, and
+    its HNSW index (`dense_precision` full or half, `hnsw_m`, `hnsw_ef_construction`,
+    `index_name`: its own, or the one shared by its size and distance)."""
 
     name: str
     dimensions: int
@@ -300,6 +302,10 @@ class VectorSpace:
     chunks: int
     missing: int
     created_at: datetime
+    dense_precision: str
+    hnsw_m: int
+    hnsw_ef_construction: int
+    index_name: str
 
 
 @dataclass(frozen=True)

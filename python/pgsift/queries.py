@@ -117,6 +117,9 @@ CREATE_COLLECTION_ARGS = {
     "distance": "text",
     "description": "text",
     "knobs": "jsonb",
+    "dense_precision": "text",
+    "hnsw_m": "integer",
+    "hnsw_ef_construction": "integer",
 }
 
 
@@ -187,7 +190,9 @@ select pending_folded, lists_built from sift.refresh_lexical_stats(collection =>
 ADD_VECTOR_SPACE = """
 select name from sift.add_vector_space(collection => %(collection)s::text, space => %(space)s::text,
                                        dimensions => %(dimensions)s::integer, distance => %(distance)s::text,
-                                       model => %(model)s::text)
+                                       model => %(model)s::text, dense_precision => %(dense_precision)s::text,
+                                       hnsw_m => %(hnsw_m)s::integer,
+                                       hnsw_ef_construction => %(hnsw_ef_construction)s::integer)
 """
 
 VECTOR_SPACE_STATUS = _select(models.VectorSpace, "sift.vector_space_status", "collection => %(collection)s::text")

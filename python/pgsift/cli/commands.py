@@ -100,7 +100,9 @@ def cmd_collection(args: argparse.Namespace) -> int:
             print(table(rows, ["name", "language", "dims", "distance", "reranker", "knobs set"]))
         elif args.action == "create":
             col = client.create_collection(args.name, embedding_dims=args.dims, search_language=args.language,
-                                           distance=args.distance, description=args.description, **knobs)
+                                           distance=args.distance, description=args.description,
+                                           dense_precision=args.precision, hnsw_m=args.hnsw_m,
+                                           hnsw_ef_construction=args.hnsw_ef_construction, **knobs)
             print(f"created {col.name} ({col.embedding_dims} dims, {col.search_language})")
         elif args.action == "alter":
             if not knobs and not args.reset:
@@ -198,8 +200,8 @@ def cmd_spaces(args: argparse.Namespace) -> int:
         dump(common.rows_json(spaces))
         return 0
     print(table([(s.name, s.dimensions, s.distance, s.model, "yes" if s.builtin else "", "yes" if s.active else "",
-                  s.chunks, s.missing) for s in spaces],
-                ["space", "dims", "distance", "model", "built-in", "active", "chunks", "missing"]))
+                  s.chunks, s.missing, s.index_name) for s in spaces],
+                ["space", "dims", "distance", "model", "built-in", "active", "chunks", "missing", "hnsw index"]))
     return 0
 
 
@@ -369,6 +371,13 @@ def register(sub: Any) -> None:
     p.add_argument("--language", help="create: text search configuration (default: the database's, english)")
     p.add_argument("--distance", choices=["cosine", "l2", "inner_product"],
                    help="create: vector distance (default cosine)")
+    p.add_argument("--precision", choices=["full", "half"],
+                   help="create: the HNSW index's precision (half: halfvec, half the index; default full, "
+                        "half past 2000 dims)")
+    p.add_argument("--hnsw-m", type=int, metavar="M",
+                   help="create: HNSW m (2-100) of the collection's own index (default: the shared index's 16)")
+    p.add_argument("--hnsw-ef-construction", type=int, metavar="EF",
+                   help="create: HNSW ef_construction (4-1000, at least 2 m) of its own index (default 64)")
     p.add_argument("--description", help="create: what the collection holds")
     p.add_argument("--reset", action="append", metavar="KNOB",
                    help="alter: put a knob back to its default (repeatable)")
