@@ -218,10 +218,15 @@ begin
     perform sift._drop_orphan_indexes();
     return query
     select x.name from (
-        select sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin)) as name
-        from sift.vector_spaces s
-        where not sift._space_dedicated(s)
-        group by s.dimensions, s.distance
+        -- A size only added spaces have gets only its sift.chunk_vectors index.
+        select case when g.added_only
+                    then pg_catalog.format('chunk_vectors_hnsw_%s_%s', g.distance, g.dimensions)
+                    else g.built end as name
+        from (select s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin) as added_only,
+                     sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin)) as built
+              from sift.vector_spaces s
+              where not sift._space_dedicated(s)
+              group by s.dimensions, s.distance) g
         union all
         select sift._ensure_space_index(s.space_id)
         from sift.vector_spaces s
@@ -232,8 +237,8 @@ $$;
 comment on function sift.ensure_dense_indexes() is
     'Builds the HNSW indexes the vector spaces the caller sees need and lack (after a restore of an '
     'extension install, which leaves these on-demand indexes out): the shared ones (named by their '
-    'sift.chunks index; with them those on sift.chunk_vectors) and spaces'' own; drops the own '
-    'indexes of dropped spaces. Returns the names. Writes (the operator, or collection admins for '
+    'sift.chunks index, with which comes the sift.chunk_vectors one; by the latter where only added '
+    'spaces have the size) and spaces'' own; drops the own indexes of dropped spaces. Returns the names. Writes (the operator, or collection admins for '
     'their own).';
 
 create or replace function sift.create_collection(
@@ -665,3 +670,25 @@ comment on function sift.write_chunks(bigint[], integer[], text[], text[], integ
     'trigger checks each (dimension, zero vector, size) and fills its lexical columns. The '
     'embeddings are the active vector space''s: stored with the chunks for the built-in one, '
     'in sift.chunk_vectors for an added one. Writes.';
+
+
+create or replace function sift.write_chunks(
+    document_ids     bigint[],
+    ordinals         integer[],
+    contents         text[],
+    contexts         text[],
+    token_counts     integer[],
+    embeddings       text[],
+    section_ordinals integer[] default null)
+returns integer
+language sql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- 0.1.0's signature (text vectors), kept so its clients write on through a
+    -- rolling upgrade; to be dropped in 0.3.
+    select sift.write_chunks(document_ids, ordinals, contents, contexts, token_counts,
+                             embeddings::@extschema:vector@.vector[], section_ordinals)
+$$;
+comment on function sift.write_chunks(bigint[], integer[], text[], text[], integer[], text[], integer[]) is
+    'Deprecated (0.1.0''s signature, dropped in 0.3): sift.write_chunks with the embeddings as '
+    'pgvector text, cast to vector[]. Writes.';

@@ -215,6 +215,24 @@ comment on function sift.write_space_vectors(text, text, bigint[], @extschema:ve
     'skipped, one of another collection is SF006, a vector of another size SF002. Writes.';
 
 
+create or replace function sift.write_space_vectors(
+    collection text,
+    space      text,
+    chunk_ids  bigint[],
+    embeddings text[])
+returns integer
+language sql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- 0.1.0's signature (text vectors), kept so its clients write on through a
+    -- rolling upgrade; to be dropped in 0.3.
+    select sift.write_space_vectors(collection, space, chunk_ids, embeddings::@extschema:vector@.vector[])
+$$;
+comment on function sift.write_space_vectors(text, text, bigint[], text[]) is
+    'Deprecated (0.1.0''s signature, dropped in 0.3): sift.write_space_vectors with the embeddings '
+    'as pgvector text, cast to vector[]. Writes.';
+
+
 create or replace function sift.missing_space_vectors(
     collection     text,
     space          text,

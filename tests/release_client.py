@@ -2,7 +2,7 @@
 upgrade tests run it with a release's own package (from its git tag) before an upgrade and
 with this checkout's after, so the same calls are made by both versions.
 
-    python release_client.py DSN write|search [EXPECTED_PGSIFT_DIR]
+    python release_client.py DSN write|more|search [EXPECTED_PGSIFT_DIR]
 """
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ def main() -> None:
         if action == "write":
             client.create_collection("kb", embedding_dims=DIMS)
             client.upsert_documents("kb", documents())
+        elif action == "more":   # after the database was upgraded: this client writes on
+            more = documents()[:2]
+            for doc in more:
+                doc.source_uri = "more-" + doc.source_uri
+            client.upsert_documents("kb", more)
         json.dump(searches(client), sys.stdout)
 
 

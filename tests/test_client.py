@@ -634,6 +634,10 @@ def test_vectors_travel_in_binary_and_arrive_exact(dsn):
             client.create_collection(f"exact{autocommit}", embedding_dims=DIMS)
             assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
             assert vectors.adapted(conn)
+            # What a Vec parameter is sent as on this connection: binary, as the vector type.
+            dumper = conn.adapters.get_dumper(vectors.Vec, psycopg.adapt.PyFormat.AUTO)
+            assert dumper.format == psycopg.pq.Format.BINARY
+            assert dumper.oid == conn.execute("select 'vector'::regtype::oid").fetchone()[0]
             client.upsert_documents(f"exact{autocommit}", [Document(
                 source_uri="d", chunks=[Chunk(content="odd floats", embedding=odd)])])
             stored = conn.execute("select embedding::float4[] from sift.chunks").fetchone()[0]

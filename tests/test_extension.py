@@ -1,17 +1,27 @@
 """CREATE EXTENSION pgsift (pgsift.extension): the generated control file and scripts are
-installed into the embedded server's extension folder; an extension install has the
-runner's catalog; the last release (its git tag) upgrades to this version by each path,
-ALTER EXTENSION UPDATE and `pgsift migrate`, with its data and its search results intact;
-pg_dump keeps an extension install's rows; the pg_tle installer parses."""
+installed into a folder of their own (PostgreSQL 18's extension_control_path, so the server's
+installation is left alone); an extension install has the runner's catalog; the last
+release (its git tag) upgrades to this version by each path, ALTER EXTENSION UPDATE and
+`pgsift migrate`, with its data and its search results intact; pg_dump keeps an extension
+install's rows and sequences; the pg_tle installer parses and carries the very scripts
+CREATE EXTENSION runs here.
+
+The release's own install is its runner's (tag v0.1.0); 0.1.0 shipped no extension, so its
+extension install script is this generator's rendering of the release's files: a defect the
+generator puts into both an install and an upgrade script would not show in the upgrade
+test, which is why the catalog of each is also compared with the runner's."""
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,8 +37,14 @@ from pgsift.cli import main
 from pgsift.version import RELEASES, VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTENSION_DIR = Path(subprocess.check_output([str(BIN / "pg_config"), "--sharedir"], text=True).strip()) / "extension"
 LAST = list(RELEASES)[-1]
+# Readable by the server's own OS user (pytest's temporary folders are not).
+# extension_control_path names share folders: the files go into FOLDER/extension.
+FOLDER = Path(tempfile.mkdtemp(prefix="pgsift-extension-"))
+FOLDER.chmod(0o755)
+atexit.register(shutil.rmtree, FOLDER, ignore_errors=True)
+OPTIONS = f"-c extension_control_path={FOLDER}:$system"
+EXTENSION_DIR = FOLDER / "extension"
 
 
 @pytest.fixture(scope="module")
@@ -42,17 +58,23 @@ def release_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     f"{run.stderr.decode().strip()}")
     tree = tmp_path_factory.mktemp("release")
     with tarfile.open(fileobj=io.BytesIO(run.stdout)) as archive:
-        archive.extractall(tree, filter="fully_trusted")
+        if hasattr(tarfile, "fully_trusted_filter"):   # Python 3.10.12+, 3.11.4+
+            archive.extractall(tree, filter="fully_trusted")
+        else:   # pragma: no cover
+            archive.extractall(tree)
     return tree
 
 
 @pytest.fixture(scope="module")
 def installed(release_tree: Path) -> None:
-    """This version's control file and scripts in the server's extension folder, and the
-    last release's install script as that release would have shipped it (its own tree)."""
-    assert main(["extension", "--pg-config", str(BIN / "pg_config")]) == 0
+    """This version's control file and scripts in FOLDER (as `make extension` writes them), and
+    the last release's install script rendered from its own tree."""
+    assert main(["extension", "--out", str(EXTENSION_DIR)]) == 0
     old = extension.install_script(LAST, root=release_tree)
     (EXTENSION_DIR / old.name).write_text(old.text, encoding="utf-8")
+    EXTENSION_DIR.chmod(0o755)
+    for path in EXTENSION_DIR.iterdir():
+        path.chmod(0o644)
 
 
 @pytest.fixture
@@ -74,7 +96,7 @@ def database() -> Iterator[Callable[[], str]]:
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
-    return psycopg.connect(dsn, autocommit=True)
+    return psycopg.connect(dsn, autocommit=True, options=OPTIONS)
 
 
 def with_release(dsn: str, tree: Path, *args: str) -> Any:
@@ -186,6 +208,12 @@ def test_the_last_release_upgrades_by_each_path_with_data_and_results_intact(ins
         applied = migrate(conn)
     assert applied == [m.version for m in extension.migration_files() if m.version > RELEASES[LAST]]
     assert searches(by_runner) == before
+    # A rolling upgrade: the release's client writes on to the upgraded database (its text
+    # vectors through the deprecated signatures).
+    with_release(by_runner, release_tree, "more")
+    with connect(by_runner) as conn:
+        assert conn.execute("select count(*) from sift.chunks").fetchone() == (96,)
+        conn.execute("delete from sift.documents where source_uri like 'more-%'")
 
     # The release as an extension, written by its own client, then ALTER EXTENSION ... UPDATE.
     by_extension = database()
@@ -214,10 +242,13 @@ def test_the_last_release_upgrades_by_each_path_with_data_and_results_intact(ins
             assert conn.execute("select count(*) from sift.chunks").fetchone() == (90,)
 
 
-def test_migrate_and_create_extension_refuse_each_others_install(installed, database):
-    by_extension, by_runner = database(), database()
+def test_migrate_and_create_extension_refuse_each_others_install(installed, database, release_tree):
+    by_extension, by_runner, old_extension = database(), database(), database()
     with connect(by_extension) as conn:
         conn.execute("create extension pgsift cascade")
+        assert migrate(conn) == []            # up to date: nothing to do (Client.migrate() at start-up)
+    with connect(old_extension) as conn:
+        conn.execute(f"create extension pgsift version '{LAST}' cascade")
         with pytest.raises(MigrationError, match="ALTER EXTENSION pgsift UPDATE"):
             migrate(conn)
     with connect(by_runner) as conn:
@@ -239,7 +270,7 @@ def test_an_extension_install_survives_dump_and_restore(installed, database, tmp
     subprocess.run([str(BIN / "pg_dump"), "-Fc", "-f", str(dump), "-d", source], check=True, timeout=300)
     # The extension's triggers exist before its tables' rows come back (CREATE EXTENSION runs
     # first): the rows are restored as they were, triggers off, as a replica would apply them.
-    env = {**os.environ, "PGOPTIONS": "-c session_replication_role=replica"}
+    env = {**os.environ, "PGOPTIONS": f"-c session_replication_role=replica {OPTIONS}"}
     subprocess.run([str(BIN / "pg_restore"), "--exit-on-error", "-d", target, str(dump)], check=True, timeout=300,
                    env=env)
     assert searches(target) == before
@@ -249,8 +280,15 @@ def test_an_extension_install_survives_dump_and_restore(installed, database, tmp
         assert conn.execute(hnsw).fetchall() == []
         assert conn.execute("select * from sift.ensure_dense_indexes()").fetchall() == [("chunks_hnsw_cosine_8",)]
         assert conn.execute(hnsw).fetchall() == [("chunk_vectors_hnsw_cosine_8",), ("chunks_hnsw_cosine_8",)]
-        Client(conn).upsert_documents("kb", release_client.documents()[:1])   # the sequences came back too
-        assert conn.execute("select count(*) from sift.chunks").fetchone() == (90,)
+        # The sequences came back too: a new document and its chunks take new ids.
+        sequences = ("select sequencename, last_value from pg_catalog.pg_sequences where schemaname = 'sift' "
+                     "order by 1")
+        with connect(source) as before_conn:
+            assert conn.execute(sequences).fetchall() == before_conn.execute(sequences).fetchall()
+        fresh = release_client.documents()[0]
+        fresh.source_uri = "new.md"
+        Client(conn).upsert_documents("kb", [fresh])
+        assert conn.execute("select count(*) from sift.chunks").fetchone() == (93,)
 
 
 def test_drop_extension_takes_everything_with_it(installed, database):
@@ -263,17 +301,54 @@ def test_drop_extension_takes_everything_with_it(installed, database):
 
 
 def test_the_pg_tle_installer_parses_and_carries_every_script():
+    """pg_tle runs the text it is given, filling in no required extension's schema: its bodies
+    are the scripts CREATE EXTENSION runs from files in these tests, which read pgvector's
+    schema at install time (test_pgvector_in_another_schema)."""
     script = extension.tle_script().text
     calls = pglast.parse_sql(script)
-    assert len(calls) == 2 + len([r for r in RELEASES if r != VERSION])
+    updates = [r for r in RELEASES if r != VERSION]
+    assert len(calls) == 2 + len(updates)
     bodies = [node.val.sval for node in _string_constants(calls) if len(node.val.sval) > 10_000]
-    assert len(bodies) == 1 + len([r for r in RELEASES if r != VERSION])
-    full = extension.install_script(for_file=False).text
-    assert bodies[0] == full and "\\echo" not in full
+    assert len(bodies) == 1 + len(updates)
+    assert bodies[0] == extension.install_script(for_file=False).text
+    file_script = extension.install_script().text
+    assert file_script.replace('\\echo Use "CREATE EXTENSION pgsift" to load this file. \\quit\n', "") == bodies[0]
+    for body, old in zip(bodies[1:], updates, strict=True):
+        assert body == extension.upgrade_script(old, for_file=False).text
     for body in bodies:
-        # PostgreSQL writes pgvector's schema in before parsing; so does this test.
-        statements = pglast.parse_sql(body.replace("@extschema:vector@", "public"))
+        statements = pglast.parse_sql(body)   # the schema token only inside the executed strings
         assert len(statements) > 20
+
+
+def test_pgvector_in_another_schema(installed, database):
+    """Supabase keeps pgvector in schema extensions: the scripts find it there."""
+    dsn = database()
+    with connect(dsn) as conn:
+        conn.execute("create schema extensions")
+        conn.execute("create extension vector schema extensions")
+        conn.execute("create extension pgsift")
+        client = Client(conn)
+        client.create_collection("kb", embedding_dims=release_client.DIMS)
+        client.upsert_documents("kb", release_client.documents())
+        assert len(client.search("kb", "refund", embedding=release_client.vector(1), top_k=5)) == 5
+        definition = conn.execute("select pg_catalog.pg_get_functiondef('sift.search(text,text,extensions.vector,"
+                                  "integer,jsonb,jsonb,text[])'::regprocedure)").fetchone()[0]
+        assert "extensions.vector" in definition
+        with pytest.raises(psycopg.errors.FeatureNotSupported):
+            conn.execute("alter extension vector set schema public")   # the control file's no_relocate
+
+
+def test_every_table_is_dumped_or_seeded(installed, database):
+    dsn = database()
+    with connect(dsn) as conn:
+        conn.execute("create extension pgsift cascade")
+        tables = {r[0] for r in conn.execute("select relname from pg_catalog.pg_class where relkind = 'r' "
+                                             "and relnamespace = 'sift'::regnamespace").fetchall()}
+        marked = {r[0] for r in conn.execute(
+            "select c.relname from pg_catalog.pg_extension e, unnest(e.extconfig) x(oid) "
+            "join pg_catalog.pg_class c on c.oid = x.oid where e.extname = 'pgsift' and c.relkind = 'r'").fetchall()}
+    assert tables == set(extension.USER_TABLES) | set(extension.SEEDED_TABLES)
+    assert marked == set(extension.USER_TABLES)
 
 
 def _string_constants(node: Any) -> Iterator[Any]:
@@ -290,7 +365,7 @@ def _string_constants(node: Any) -> Iterator[Any]:
 def test_make_extension_writes_the_control_file_and_the_scripts(tmp_path, capsys):
     assert main(["extension", "--out", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == sorted(["pgsift.control", f"pgsift--{VERSION}.sql", "pgsift--pg_tle.sql"]
+    assert names == sorted(["pgsift.control", f"pgsift--{VERSION}.sql", "pgsift_pg_tle.sql"]
                            + [f"pgsift--{old}--{VERSION}.sql" for old in RELEASES if old != VERSION])
     control = (tmp_path / "pgsift.control").read_text()
     assert f"default_version = '{VERSION}'" in control and "requires = 'vector'" in control
@@ -298,3 +373,16 @@ def test_make_extension_writes_the_control_file_and_the_scripts(tmp_path, capsys
     import pgsift
 
     assert pgsift.__version__ == VERSION and VERSION not in RELEASES   # this version is not released yet
+
+
+def test_pg_config_writes_into_that_servers_extension_folder(tmp_path, capsys):
+    """--pg-config: the server's share/extension, without the pg_tle installer (a server that
+    takes files has no use for it)."""
+    fake = tmp_path / "pg_config"
+    fake.write_text(f"#!/bin/sh\necho {tmp_path / 'share'}\n")
+    fake.chmod(0o755)
+    assert main(["extension", "--pg-config", str(fake)]) == 0
+    names = sorted(p.name for p in (tmp_path / "share" / "extension").iterdir())
+    assert "pgsift.control" in names and not any("pg_tle" in n for n in names)
+    assert main(["extension", "--pg-config", str(tmp_path / "missing")]) == 2
+    assert "could not run it" in capsys.readouterr().err

@@ -226,15 +226,21 @@ def test_llamaindex_query_bundle_knobs_and_filter(kb):
     retriever = li.PgsiftRetriever(kb, ["kb"], top_k=4, embedder=embedder, filter={"parity": "odd"},
                                    knobs={"per_document_cap": 1})
     check_nodes(retriever.retrieve(QUERY), expected(kb, top_k=4, filter={"parity": "odd"}, per_document_cap=1))
-    # a bundle's own embedding is searched with, not embedded again
+    # A bundle's own embedding may be another model's (a fusion retriever shares one bundle):
+    # with an embedder, the question is embedded with it; without one, the bundle's is used.
     embedder.calls.clear()
+    foreign = (-HashEmbedder().embed(["laptop leave"])[0]).tolist()
+    nodes = retriever.retrieve(QueryBundle(QUERY, embedding=foreign))
+    assert embedder.calls == [[QUERY]]
+    check_nodes(nodes, expected(kb, top_k=4, filter={"parity": "odd"}, per_document_cap=1))
     vector = HashEmbedder().embed(["laptop leave"])[0].tolist()
-    nodes = retriever.retrieve(QueryBundle(QUERY, embedding=vector))
-    assert embedder.calls == []
+    bare = li.PgsiftRetriever(kb, ["kb"], top_k=4, filter={"parity": "odd"}, knobs={"per_document_cap": 1})
+    nodes = bare.retrieve(QueryBundle(QUERY, embedding=vector))
     want = kb.search("kb", QUERY, embedding=vector, top_k=4, filter={"parity": "odd"}, per_document_cap=1).hits
     check_nodes(nodes, want)
     # custom_embedding_strs (HyDE): the mean of their vectors, at unit length
     strs = ["laptop leave", "invoice badge"]
+    embedder.calls.clear()
     nodes = retriever.retrieve(QueryBundle(QUERY, custom_embedding_strs=strs))
     assert embedder.calls == [strs]
     mean = HashEmbedder().embed(strs).astype(np.float64).mean(axis=0)

@@ -235,3 +235,14 @@ def test_an_own_index_in_use_is_dropped_later(db, dsn):
         assert index_def(db, name) is not None
     assert db.execute("select * from sift.ensure_dense_indexes()").fetchall() == []
     assert index_def(db, name) is None
+
+
+def test_ensure_dense_indexes_names_what_it_ensured(db):
+    client = Client(db)
+    client.create_collection("kb", embedding_dims=8)
+    client.add_vector_space("kb", "wider", dimensions=16)            # a size only an added space has
+    client.add_vector_space("kb", "tuned", dimensions=16, hnsw_m=4)  # and one with its own index
+    sid = db.execute("select space_id from sift.vector_spaces where name = 'tuned'").fetchone()[0]
+    names = [r[0] for r in db.execute("select * from sift.ensure_dense_indexes()").fetchall()]
+    assert names == sorted(["chunks_hnsw_cosine_8", "chunk_vectors_hnsw_cosine_16", f"chunk_vectors_hnsw_space_{sid}"])
+    assert all(index_def(db, name) is not None for name in names)

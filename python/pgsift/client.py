@@ -90,7 +90,6 @@ class Client:
         self.embedder = embedder
         self.writer = writer
         self.secrets = secrets
-        self._vector_oids: dict[tuple[str, int, str], tuple[int, int]] = {}
 
     # -- transactions ----------------------------------------------------------------
 
@@ -107,25 +106,22 @@ class Client:
 
     def _adapt(self, conn: psycopg.Connection[Any]) -> None:
         """Vectors go in binary on this connection from now on (pgsift.vectors): the vector
-        type is read once per database and client. Left alone inside a failed transaction
+        type is read once per connection (not cached beyond it: pgvector re-created, or a
+        pooler pointed elsewhere, gives a new type). Left alone inside a failed transaction
         and where pgvector is missing (vectors then go as text and the database says what
-        is wrong)."""
+        is wrong). A connection serves one thread at a time, as psycopg's transactions
+        need anyway."""
         if vectors.adapted(conn) or conn.info.transaction_status not in _ADAPTABLE:
             return
-        where = (conn.info.host, conn.info.port, conn.info.dbname)
-        oids = self._vector_oids.get(where)
-        if oids is None:
-            idle = conn.info.transaction_status == TransactionStatus.IDLE
-            try:
-                row = (conn.execute(q.VECTOR_TYPES, prepare=False)).fetchone()
-                if idle and not conn.autocommit:
-                    conn.rollback()   # a catalog read; the caller's transaction has not begun
-            except psycopg.Error as exc:
-                raise translate(exc) from exc
-            if row is None:
-                return
-            oids = self._vector_oids[where] = (row[0], row[1])
-        vectors.register(conn, oids)
+        idle = conn.info.transaction_status == TransactionStatus.IDLE
+        try:
+            row = (conn.execute(q.VECTOR_TYPES, prepare=False)).fetchone()
+            if idle and not conn.autocommit:
+                conn.rollback()   # a catalog read; the caller's transaction has not begun
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        if row is not None:
+            vectors.register(conn, (row[0], row[1]))
 
     @contextlib.contextmanager
     def transaction(self, source: Any = None) -> Iterator[psycopg.Connection[Any]]:

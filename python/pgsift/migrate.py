@@ -30,7 +30,9 @@ from . import queries as q
 from .compat import sleep
 from .errors import MigrationError, translate
 from .schema import (
+    VECTOR_SCHEMA_SQL,
     VECTOR_SCHEMA_TOKEN,
+    dollar_tag,
     function_files,
     functions_sha256,
     migration_files,
@@ -63,10 +65,14 @@ def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
         standby, installed, extension = ((conn.execute(q.STANDBY_STATE, prepare=False)).fetchone()
                                          or (False, False, False))
         if extension:
-            raise MigrationError("pgsift is installed here as an extension: upgrade it with "
-                                 "ALTER EXTENSION pgsift UPDATE (`make extension` writes the scripts)")
+            # Its scripts own the schema: up to date is fine, anything to apply is theirs.
+            _check_current(conn, installed, "pgsift is installed here as an extension and is not this "
+                                 "version: upgrade it with ALTER EXTENSION pgsift UPDATE (`make extension` "
+                                 "writes the scripts)")
+            return applied_now
         if standby:
-            _check_standby(conn, installed)
+            _check_current(conn, installed, "this server is a read-only standby and pgsift on it is not "
+                                 "this version: run migrate on the primary (the standby replays it)")
             return applied_now
         for statement in q.MIGRATE_PRELUDE:
             conn.execute(statement, prepare=False)
@@ -100,17 +106,16 @@ def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
     return applied_now
 
 
-def _check_standby(conn: psycopg.Connection[Any], installed: bool) -> None:
-    """On a read-only standby nothing is written: it is up to date when the primary it
-    replays is, else the error says where to run migrate."""
+def _check_current(conn: psycopg.Connection[Any], installed: bool, otherwise: str) -> None:
+    """Where migrate writes nothing (a standby, an extension install): fine when every migration
+    and the function files are this version's, else MigrationError(otherwise)."""
     if installed:
         done = dict((conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
         recorded = (conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
         if (all(done.get(m.version) == m.sha256 for m in migration_files())
                 and recorded is not None and recorded[0] == functions_sha256()):
             return
-    raise MigrationError("this server is a read-only standby and pgsift on it is not this version: "
-                         "run migrate on the primary (the standby replays it)")
+    raise MigrationError(otherwise)
 
 
 def install_script() -> str:
@@ -126,23 +131,22 @@ def install_script() -> str:
         "  end if;\nend\n$extension$;",
     ]
     parts += [s + ";" for s in q.MIGRATE_PRELUDE]
-    schema = ("(select pg_catalog.quote_ident(n.nspname) from pg_catalog.pg_extension e "
-              "join pg_catalog.pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector')")
     for mig in migration_files():
-        tag = _tag(mig.text, mig.sha256)
+        tag = dollar_tag(mig.text, mig.sha256)
         parts.append(
             f"-- migration {mig.version}\n"
             f"do $do_{tag}$\nbegin\n"
             f"  if not exists (select 1 from sift.schema_migrations where version = '{mig.version}') then\n"
-            f"    execute pg_catalog.replace($body_{tag}${mig.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', {schema});\n"
+            f"    execute pg_catalog.replace($body_{tag}${mig.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', "
+            f"{VECTOR_SCHEMA_SQL});\n"
             f"    insert into sift.schema_migrations (version, sha256) values "
             f"('{mig.version}', '{mig.sha256}');\n"
             f"  end if;\nend\n$do_{tag}$;")
     sha = functions_sha256()
     files = "\n".join(
         f"    -- sql/{fn.path.name}\n"
-        f"    execute pg_catalog.replace($body_{_tag(fn.text, fn.sha256)}${fn.text}$body_{_tag(fn.text, fn.sha256)}$, "
-        f"'{VECTOR_SCHEMA_TOKEN}', {schema});"
+        f"    execute pg_catalog.replace($body_{dollar_tag(fn.text, fn.sha256)}${fn.text}"
+        f"$body_{dollar_tag(fn.text, fn.sha256)}$, '{VECTOR_SCHEMA_TOKEN}', {VECTOR_SCHEMA_SQL});"
         for fn in function_files())
     parts.append(
         "-- functions: re-applied when they changed\n"
@@ -155,9 +159,3 @@ def install_script() -> str:
     parts.append("commit;")
     return "\n\n".join(parts) + "\n"
 
-
-def _tag(text: str, sha: str) -> str:
-    tag = sha[:16]
-    if f"$body_{tag}$" in text or f"$do_{tag}$" in text or "$functions$" in text:
-        raise MigrationError(f"a shipped SQL file contains pgsift's own dollar tag {tag}")
-    return tag

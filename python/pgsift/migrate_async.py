@@ -28,7 +28,9 @@ from . import queries as q
 from .compat import asleep
 from .errors import MigrationError, translate
 from .schema import (
+    VECTOR_SCHEMA_SQL,
     VECTOR_SCHEMA_TOKEN,
+    dollar_tag,
     function_files,
     functions_sha256,
     migration_files,
@@ -61,10 +63,14 @@ async def _migrate_once(conn: psycopg.AsyncConnection[Any], force: bool) -> list
         standby, installed, extension = (await (await conn.execute(q.STANDBY_STATE, prepare=False)).fetchone()
                                          or (False, False, False))
         if extension:
-            raise MigrationError("pgsift is installed here as an extension: upgrade it with "
-                                 "ALTER EXTENSION pgsift UPDATE (`make extension` writes the scripts)")
+            # Its scripts own the schema: up to date is fine, anything to apply is theirs.
+            await _check_current(conn, installed, "pgsift is installed here as an extension and is not this "
+                                 "version: upgrade it with ALTER EXTENSION pgsift UPDATE (`make extension` "
+                                 "writes the scripts)")
+            return applied_now
         if standby:
-            await _check_standby(conn, installed)
+            await _check_current(conn, installed, "this server is a read-only standby and pgsift on it is not "
+                                 "this version: run migrate on the primary (the standby replays it)")
             return applied_now
         for statement in q.MIGRATE_PRELUDE:
             await conn.execute(statement, prepare=False)
@@ -98,17 +104,16 @@ async def _migrate_once(conn: psycopg.AsyncConnection[Any], force: bool) -> list
     return applied_now
 
 
-async def _check_standby(conn: psycopg.AsyncConnection[Any], installed: bool) -> None:
-    """On a read-only standby nothing is written: it is up to date when the primary it
-    replays is, else the error says where to run migrate."""
+async def _check_current(conn: psycopg.AsyncConnection[Any], installed: bool, otherwise: str) -> None:
+    """Where migrate writes nothing (a standby, an extension install): fine when every migration
+    and the function files are this version's, else MigrationError(otherwise)."""
     if installed:
         done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
         recorded = await (await conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
         if (all(done.get(m.version) == m.sha256 for m in migration_files())
                 and recorded is not None and recorded[0] == functions_sha256()):
             return
-    raise MigrationError("this server is a read-only standby and pgsift on it is not this version: "
-                         "run migrate on the primary (the standby replays it)")
+    raise MigrationError(otherwise)
 
 
 def install_script() -> str:
@@ -124,23 +129,22 @@ def install_script() -> str:
         "  end if;\nend\n$extension$;",
     ]
     parts += [s + ";" for s in q.MIGRATE_PRELUDE]
-    schema = ("(select pg_catalog.quote_ident(n.nspname) from pg_catalog.pg_extension e "
-              "join pg_catalog.pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector')")
     for mig in migration_files():
-        tag = _tag(mig.text, mig.sha256)
+        tag = dollar_tag(mig.text, mig.sha256)
         parts.append(
             f"-- migration {mig.version}\n"
             f"do $do_{tag}$\nbegin\n"
             f"  if not exists (select 1 from sift.schema_migrations where version = '{mig.version}') then\n"
-            f"    execute pg_catalog.replace($body_{tag}${mig.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', {schema});\n"
+            f"    execute pg_catalog.replace($body_{tag}${mig.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', "
+            f"{VECTOR_SCHEMA_SQL});\n"
             f"    insert into sift.schema_migrations (version, sha256) values "
             f"('{mig.version}', '{mig.sha256}');\n"
             f"  end if;\nend\n$do_{tag}$;")
     sha = functions_sha256()
     files = "\n".join(
         f"    -- sql/{fn.path.name}\n"
-        f"    execute pg_catalog.replace($body_{_tag(fn.text, fn.sha256)}${fn.text}$body_{_tag(fn.text, fn.sha256)}$, "
-        f"'{VECTOR_SCHEMA_TOKEN}', {schema});"
+        f"    execute pg_catalog.replace($body_{dollar_tag(fn.text, fn.sha256)}${fn.text}"
+        f"$body_{dollar_tag(fn.text, fn.sha256)}$, '{VECTOR_SCHEMA_TOKEN}', {VECTOR_SCHEMA_SQL});"
         for fn in function_files())
     parts.append(
         "-- functions: re-applied when they changed\n"
@@ -153,9 +157,3 @@ def install_script() -> str:
     parts.append("commit;")
     return "\n\n".join(parts) + "\n"
 
-
-def _tag(text: str, sha: str) -> str:
-    tag = sha[:16]
-    if f"$body_{tag}$" in text or f"$do_{tag}$" in text or "$functions$" in text:
-        raise MigrationError(f"a shipped SQL file contains pgsift's own dollar tag {tag}")
-    return tag

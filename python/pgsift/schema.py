@@ -65,3 +65,26 @@ def with_vector_schema(text: str, quoted_schema: str) -> str:
         raise MigrationError(f"the vector extension's schema {quoted_schema} has a character pgsift "
                              "does not write into SQL (quote, dollar, semicolon or backslash)")
     return text.replace(VECTOR_SCHEMA_TOKEN, quoted_schema)
+
+
+# pgvector's schema, read by the database at install time (quoted as an identifier).
+VECTOR_SCHEMA_SQL = ("(select pg_catalog.quote_ident(n.nspname) from pg_catalog.pg_extension e "
+                     "join pg_catalog.pg_namespace n on n.oid = e.extnamespace where e.extname = 'vector')")
+
+
+def dollar_tag(text: str, sha: str) -> str:
+    """A dollar-quote tag for a shipped file's text that the text does not contain."""
+    tag = sha[:16]
+    if f"$body_{tag}$" in text or f"$do_{tag}$" in text or "$functions$" in text:
+        raise MigrationError(f"a shipped SQL file contains pgsift's own dollar tag {tag}")
+    return tag
+
+
+def executed(fn: SqlFile) -> str:
+    """A shipped file as one statement that writes pgvector's schema in at run time and runs
+    it: what `install_script` and the extension's scripts (pg_tle's included, which fill in no
+    schema of a required extension) are made of."""
+    tag = dollar_tag(fn.text, fn.sha256)
+    return (f"do $do_{tag}$\nbegin\n"
+            f"    execute pg_catalog.replace($body_{tag}${fn.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', "
+            f"{VECTOR_SCHEMA_SQL});\nend\n$do_{tag}$;")

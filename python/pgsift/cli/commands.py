@@ -72,11 +72,14 @@ def cmd_extension(args: argparse.Namespace) -> int:
         except (OSError, subprocess.CalledProcessError) as exc:
             raise InvalidArgument(f"--pg-config {args.pg_config}: could not run it ({exc})") from exc
         folder = Path(share.stdout.strip()) / "extension"
-    written = extension.write(folder)
+    try:
+        written = extension.write(folder, server=bool(args.pg_config))
+    except OSError as exc:
+        raise InvalidArgument(f"could not write into {folder}: {exc}") from exc
     print(f"wrote {len(written)} files into {folder}: {', '.join(p.name for p in written)}")
     if not args.pg_config:
         print("install: cp them into $(pg_config --sharedir)/extension, then in psql: create extension pgsift cascade;"
-              " on RDS, Aurora or Supabase: psql -f pgsift--pg_tle.sql, then the same create extension")
+              " on RDS, Aurora or Supabase: psql -f pgsift_pg_tle.sql, then the same create extension")
     return 0
 
 

@@ -79,11 +79,18 @@ class PgsiftRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _query(self, query_bundle: QueryBundle) -> tuple[_shared.Settings, list[str], Any]:
+        """The settings, the texts to embed and a ready vector. The bundle's own embedding is
+        used only when neither this retriever nor its client has an embedder: LlamaIndex's
+        other retrievers write their model's vector into the bundle they share (a fusion
+        retriever hands one bundle to all), which would search pgsift's space with another
+        model's vector."""
         settings = self.settings
+        embedder = settings.embedder or self.client.embedder
         if settings.embedder is None and query_bundle.custom_embedding_strs:
             settings = _shared.Settings(settings.collection, settings.top_k, settings.filter, settings.knobs,
                                         self.client.embedder)
-        return settings, list(query_bundle.custom_embedding_strs or [query_bundle.query_str]), query_bundle.embedding
+        ready = query_bundle.embedding if embedder is None else None
+        return settings, list(query_bundle.custom_embedding_strs or [query_bundle.query_str]), ready
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         client = _shared.sync_only(self.client, "retrieve", "aretrieve")
