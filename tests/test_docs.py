@@ -77,6 +77,7 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "docs/evaluation.md": ("default",),
     "docs/trust.md": ("acme",),
     "docs/errors.md": ("default",),
+    "docs/scale-out.md": ("default",),
 }
 # Rerankers a file assumes: (tenant, alias, secret_ref, environment variable of the key).
 RERANKERS: dict[str, tuple[tuple[str, str, str, str], ...]] = {

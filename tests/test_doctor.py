@@ -1,0 +1,48 @@
+"""`pgsift doctor` (pgsift.doctor): each check reads the session's settings and pgsift's HNSW
+indexes, and says what to set when a leg would be slow."""
+
+from __future__ import annotations
+
+import json
+
+from pgsift import Client, doctor
+from pgsift.cli import main
+
+
+def by_name(found) -> dict[str, doctor.Check]:
+    return {c.name: c for c in found}
+
+
+def test_doctor_reads_the_settings_and_the_indexes(db):
+    Client(db).create_collection("kb", embedding_dims=128)
+    doc = db.execute("insert into sift.documents (collection_id, source_uri) select collection_id, 'd' "
+                     "from sift.collections returning document_id").fetchone()[0]
+    # About 3,000 vectors of 128 dimensions: an HNSW index of a few MB.
+    db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) "
+               "select %s, s.i, 'chunk ' || s.i, (select array_agg(random() + d.j * 0 + s.i * 0 + 0.01) "
+               "from generate_series(1, 128) d(j))::real[]::vector from generate_series(0, 2999) s(i)", [doc])
+    db.execute("set jit = on")
+    db.execute("set maintenance_work_mem = '1MB'")
+    db.execute("set random_page_cost = 4")
+    found = by_name(doctor.checks(db))
+    assert list(found) == ["hnsw indexes in shared_buffers", "hnsw builds in maintenance_work_mem",
+                           "parallel index builds", "pgvector", "jit", "random_page_cost", "lexical statistics"]
+    assert found["hnsw indexes in shared_buffers"].status == "ok"          # a few MB in 128 MB
+    assert found["hnsw builds in maintenance_work_mem"].status == "warn"
+    assert "maintenance_work_mem to" in found["hnsw builds in maintenance_work_mem"].advice
+    assert found["jit"].status == "warn" and "jit = off" in found["jit"].advice
+    assert found["random_page_cost"].status == "info"
+    assert found["pgvector"].status == "ok" and "0.8" in found["pgvector"].value
+    db.execute("set jit = off")
+    db.execute("set maintenance_work_mem = '1GB'")
+    db.execute("set random_page_cost = 1.1")
+    found = by_name(doctor.checks(db))
+    assert all(found[n].status == "ok" for n in ("hnsw builds in maintenance_work_mem", "jit", "random_page_cost"))
+
+
+def test_doctor_from_the_command_line(dsn, capsys):
+    assert main(["doctor", "--dsn", dsn, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 7 and {r["status"] for r in rows} <= {"ok", "warn", "info"}
+    assert main(["doctor", "--dsn", dsn]) == 0
+    assert "hnsw indexes in shared_buffers" in capsys.readouterr().out
