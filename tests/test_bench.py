@@ -375,3 +375,12 @@ def test_run_snippets_times_each_mode(db, toy: Path):
     assert all(r["p50_ms"] > 0 for r in result["rows"])
     assert "snippets" in bench_snippets.format_table(result)
     assert db.execute("select count(*) from sift.collections").fetchone() == (0,)
+
+
+def test_run_transfer_sends_the_same_vectors_both_ways(db):
+    from pgsift import bench_ingest
+
+    result = bench_ingest.run_transfer(db, count=50, dims=8, repeats=2)
+    assert (result["count"], result["dims"], result["binary_bytes"]) == (50, 8, 50 * 36)
+    assert result["text_s"] > 0 and result["binary_s"] > 0 and result["text_bytes"] > result["binary_bytes"]
+    assert "binary" in bench_ingest.format_transfer(result)

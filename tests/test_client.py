@@ -638,8 +638,15 @@ def test_vectors_travel_in_binary_and_arrive_exact(dsn):
             dumper = conn.adapters.get_dumper(vectors.Vec, psycopg.adapt.PyFormat.AUTO)
             assert dumper.format == psycopg.pq.Format.BINARY
             assert dumper.oid == conn.execute("select 'vector'::regtype::oid").fetchone()[0]
-            client.upsert_documents(f"exact{autocommit}", [Document(
-                source_uri="d", chunks=[Chunk(content="odd floats", embedding=odd)])])
+            # The write path never falls back to text (a list goes as text unless asked: %b).
+            text_dump = vectors._Text.dump
+            vectors._Text.dump = lambda self, obj: pytest.fail("a vector went as text")  # type: ignore[method-assign]
+            try:
+                client.upsert_documents(f"exact{autocommit}", [Document(
+                    source_uri="d", chunks=[Chunk(content="odd floats", embedding=odd)])])
+                client.search(f"exact{autocommit}", embedding=odd, top_k=1)
+            finally:
+                vectors._Text.dump = text_dump  # type: ignore[method-assign]
             stored = conn.execute("select embedding::float4[] from sift.chunks").fetchone()[0]
             conn.commit()
             assert np.array_equal(np.array(stored, dtype=np.float32), odd)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from . import queries
+from . import queries, vectors
 from .bench import read_jsonl
 from .client import Client
 from .models import Chunk, Document
@@ -106,6 +106,50 @@ def run_ingest(conn: psycopg.Connection[Any], sizes: tuple[int, ...] = (2_000, 1
                          "chunks_per_s": n / (ended - started), "vacuumed": vacuumed})
     return {"dims": dims, "text": str(dataset) if dataset else "generated (Zipf)", "runs": runs,
             "postgres": server[0] if server else None, "pgvector": server[1] if server else None}
+
+
+def run_transfer(conn: psycopg.Connection[Any], count: int = 5000, dims: int = 384,
+                 repeats: int = 5) -> dict[str, Any]:
+    """The vectors' trip alone, as `upsert_documents` makes it: `count` vectors as one
+    vector[] parameter, (a) formatted as pgvector text by the client and parsed by the server
+    (0.1.0's way), (b) in pgvector's binary form (pgsift.vectors). Median seconds of
+    `repeats`, client and server together."""
+    if count < 1 or dims < 1 or repeats < 1:
+        raise ValueError("count, dims and repeats must be at least 1")
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(count, dims)).astype(np.float32)
+    values /= np.linalg.norm(values, axis=1, keepdims=True)
+    oids = conn.execute(queries.VECTOR_TYPES, prepare=False).fetchone()
+    schema = conn.execute(queries.VECTOR_SCHEMA, prepare=False).fetchone()
+    if oids is None or schema is None:
+        raise ValueError("pgvector is not installed in this database")
+    vectors.register(conn, (oids[0], oids[1]))
+    text_query = queries.BENCH_TRANSFER_TEXT.replace("{vector}", f"{schema[0]}.vector")
+    times: dict[str, list[float]] = {"text": [], "binary": []}
+    for _ in range(repeats):
+        started = time.perf_counter()
+        texts = [vectors.text_form(vectors.check_vector(v)) for v in values]
+        sent = conn.execute(text_query, {"v": texts}, prepare=False).fetchone()
+        times["text"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        binary = [vectors.vec(v) for v in values]
+        got = conn.execute(queries.BENCH_TRANSFER_BINARY, {"v": binary}, prepare=False).fetchone()
+        times["binary"].append(time.perf_counter() - started)
+        assert sent == got == (count,)
+    text_s, binary_s = float(np.median(times["text"])), float(np.median(times["binary"]))
+    return {"count": count, "dims": dims, "repeats": repeats, "text_s": text_s, "binary_s": binary_s,
+            "text_bytes": sum(len(t) for t in texts), "binary_bytes": count * (4 + 4 * dims)}
+
+
+def format_transfer(result: dict[str, Any]) -> str:
+    """The result of :func:`run_transfer` as a table."""
+    rows = [("pgvector text", result["text_s"], result["text_bytes"]),
+            ("binary", result["binary_s"], result["binary_bytes"])]
+    lines = [f"vectors: {result['count']:,} of {result['dims']} dimensions as one vector[] parameter, "
+             f"median of {result['repeats']}",
+             f"{'form':<15} {'seconds':>9} {'bytes':>13} {'vs text':>8}"]
+    lines += [f"{name:<15} {sec:>9.3f} {size:>13,} {sec / result['text_s']:>8.3f}" for name, sec, size in rows]
+    return "\n".join(lines)
 
 
 def format_table(result: dict[str, Any]) -> str:

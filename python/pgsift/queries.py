@@ -164,10 +164,12 @@ select sift.write_sections(document_ids => %(document_ids)s::bigint[], ordinals 
 """
 
 # Chunks go in one statement per batch: COPY is refused on a table with row-level security.
+# The vectors go in binary (%b: a list would go as text by default), which takes a connection
+# the client adapted (pgsift.vectors).
 WRITE_CHUNKS = """
 select sift.write_chunks(document_ids => %(document_ids)s::bigint[], ordinals => %(ordinals)s::integer[],
                          contents => %(contents)s::text[], contexts => %(contexts)s::text[],
-                         token_counts => %(token_counts)s::integer[], embeddings => %(embeddings)s,
+                         token_counts => %(token_counts)s::integer[], embeddings => %(embeddings)b,
                          section_ordinals => %(section_ordinals)s::integer[])
 """
 
@@ -206,7 +208,7 @@ select chunk_id, document from sift.missing_space_vectors(collection => %(collec
 
 WRITE_SPACE_VECTORS = """
 select sift.write_space_vectors(collection => %(collection)s::text, space => %(space)s::text,
-                                chunk_ids => %(chunk_ids)s::bigint[], embeddings => %(embeddings)s)
+                                chunk_ids => %(chunk_ids)s::bigint[], embeddings => %(embeddings)b)
 """
 
 SWITCH_VECTOR_SPACE = """
@@ -505,6 +507,11 @@ BENCH_WORK_MEM = "set work_mem = '1GB'"
 BENCH_MAINTENANCE_WORK_MEM = "set maintenance_work_mem = '4GB'"
 BENCH_RESET_WORK_MEM = "reset work_mem"
 BENCH_VACUUM = "vacuum analyze sift.chunks, sift.term_blocks, sift.term_deltas, sift.term_lists"
+
+# The vectors' trip alone (pgsift bench vectors): as pgvector text, parsed by the server (what
+# 0.1.0 sent), and in binary. {vector} is pgvector's schema-qualified type.
+BENCH_TRANSFER_TEXT = "select count(*) from unnest(%(v)s::text[]::{vector}[]) u(x) where x is not null"
+BENCH_TRANSFER_BINARY = "select count(*) from unnest(%(v)b) u(x) where x is not null"
 
 BENCH_SEARCH = """
 select count(*) from sift.search(collection => %(c)s::text, query_text => %(q)s::text,

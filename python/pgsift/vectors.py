@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from pgvector import Vector
-from pgvector.psycopg.vector import VectorBinaryDumper, VectorDumper
+from pgvector.psycopg.vector import VectorBinaryDumper
 from psycopg.adapt import Dumper
 from psycopg.types import TypeInfo
 
@@ -73,8 +73,9 @@ def vec(embedding: Any, what: str = "embedding") -> Vec:
 
 
 class _Text(Dumper):
-    """Before a connection is adapted: pgvector's text form with no type (oid 0), which the
-    function's parameter type casts."""
+    """pgvector's text form, formatted in one C-level call: before a connection is adapted,
+    with no type (oid 0), which the function's parameter type casts; after, typed (for a
+    value sent as text, %t)."""
 
     def dump(self, obj: Any) -> bytes:
         return text_form(obj.to_numpy()).encode()
@@ -94,7 +95,7 @@ def register(conn: Any, oids: tuple[int, int]) -> None:
     (oids: the type's and its array type's)."""
     info = TypeInfo("vector", oids[0], oids[1])
     info.register(conn)   # so a list of Vec goes as vector[]
-    text = type("VecText", (VectorDumper,), {"oid": oids[0]})
+    text = type("VecText", (_Text,), {"oid": oids[0]})
     binary = type("VecBinary", (VectorBinaryDumper,), {"oid": oids[0]})
     conn.adapters.register_dumper(Vec, text)
     conn.adapters.register_dumper(Vec, binary)   # the last registered: what %s picks

@@ -1,5 +1,5 @@
-"""`pgsift bench quality|scale|finalize|fusion|ingest|rls|compare|structure|languages|snippets|reembed|pages`: the
-benchmarks, each on a migrated database."""
+"""`pgsift bench quality|scale|finalize|fusion|ingest|vectors|rls|compare|structure|languages|snippets|reembed|
+pages`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -48,6 +48,15 @@ def cmd_bench_fusion(args: argparse.Namespace) -> int:
     return _bench(args, bench_fusion, lambda conn: bench_fusion.run_fusion(
         conn, [Path(d) for d in args.dataset], split=args.split, model=args.model, tune_sample=args.tune_sample,
         answer_only=args.answer_only))
+
+
+def cmd_bench_vectors(args: argparse.Namespace) -> int:
+    from .. import bench_ingest
+
+    with common.connect(args) as conn:
+        result = bench_ingest.run_transfer(conn, count=args.count, dims=args.dims, repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else bench_ingest.format_transfer(result))
+    return 0
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
@@ -143,6 +152,13 @@ def register(sub: Any) -> None:
     q.add_argument("--dataset", help="BEIR folder whose corpus sentences are the chunk text (default: generated)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_ingest)
+
+    q = add_command(bench_sub, "vectors", "the vectors' trip alone: pgvector text vs binary, one vector[] parameter")
+    q.add_argument("--count", type=int, default=5000, help="vectors (default 5000)")
+    q.add_argument("--dims", type=int, default=384, help="dimensions (default 384)")
+    q.add_argument("--repeats", type=int, default=5, help="timed rounds, median reported (default 5)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_vectors)
 
     q = add_command(bench_sub, "rls", "search latency as the operator vs a role under row-level security")
     q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
