@@ -116,7 +116,7 @@ comment on function sift._space_index_name(sift.vector_spaces) is
     'size and distance.';
 
 
-create or replace function sift._ensure_space_index(space_id bigint)
+create or replace function sift._ensure_space_index(space_id bigint, acting_role name default current_user)
 returns text
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
@@ -126,12 +126,22 @@ declare
     kind    text;
     opclass text;
     name    text;
+    saved   text := pg_catalog.current_setting('lock_timeout');
 begin
     -- A space with its own options gets its own partial index: on its
     -- collection's chunks (the built-in space) or on its rows of
-    -- sift.chunk_vectors. Security definer for the reason _ensure_dense_index
-    -- is; it reads the space by id (as the owner) and builds only what that
-    -- space's own options say, so a caller can name nothing else.
+    -- sift.chunk_vectors. Building it reads the whole shared table while every
+    -- tenant's writes wait, so it is the operator's call: the role acting
+    -- (the caller's current_user, vouched for by its session) must be one.
+    -- Security definer for the reason _ensure_dense_index is; it builds only
+    -- what the space's own options say.
+    if acting_role is null or not pg_catalog.pg_has_role(session_user, acting_role, 'MEMBER') then
+        raise exception 'role % may not act as role %', session_user, acting_role using errcode = '42501';
+    end if;
+    if not sift._is_operator(acting_role) then
+        raise exception 'an HNSW index of its own is the operator''s to give (it is built on a table every '
+                        'tenant writes to)' using errcode = '42501';
+    end if;
     select v.* into s from sift.vector_spaces v where v.space_id = _ensure_space_index.space_id;
     if s.space_id is null or not sift._space_dedicated(s) then
         return null;
@@ -144,6 +154,9 @@ begin
     end if;
     name := sift._space_index_name(s);
     if pg_catalog.to_regclass(pg_catalog.format('sift.%I', name)) is null then
+        -- Behind a long write, wait 5 s at most rather than queue every
+        -- tenant's writes behind this one (try again).
+        perform pg_catalog.set_config('lock_timeout', '5s', true);
         execute pg_catalog.format(
             'create index if not exists %I on sift.%I using hnsw '
             '((embedding::@extschema:vector@.%s(%s)) @extschema:vector@.%s) '
@@ -152,37 +165,47 @@ begin
             coalesce(s.hnsw_m, 16), coalesce(s.hnsw_ef_construction, 64),
             case when s.builtin then 'collection_id' else 'space_id' end,
             case when s.builtin then s.collection_id else s.space_id end);
+        perform pg_catalog.set_config('lock_timeout', saved, true);
     end if;
     return name;
 end;
 $$;
-comment on function sift._ensure_space_index(bigint) is
+comment on function sift._ensure_space_index(bigint, name) is
     'Internal, writes: creates the HNSW index of its own a vector space with options needs (m, '
     'ef_construction, half precision), partial on its collection (built-in space) or its space '
-    '(sift.chunk_vectors); null for a space that shares the index of its size. Security definer '
-    '(the owner builds indexes on the shared tables); granted to sift_admin only.';
+    '(sift.chunk_vectors); null for a space that shares the index of its size. Only for the '
+    'operator (acting_role, checked against the session); waits at most 5 s for the table. '
+    'Security definer (the owner builds indexes on the shared tables); granted to sift_admin.';
 
 
-create or replace function sift._drop_orphan_indexes()
+create or replace function sift._drop_orphan_indexes(only_index text default null)
 returns setof text
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
+set row_security = off
 as $$
 declare
     saved text := pg_catalog.current_setting('lock_timeout');
     idx   text;
 begin
     -- The own indexes of spaces that are gone (their collection or space was
-    -- dropped). Dropping an index locks its table against every search, so
-    -- each waits at most 100 ms: one still in use stays for the next call
-    -- (any drop, or sift.ensure_dense_indexes). As the owner it sees every
-    -- tenant's spaces, so it drops only what no space names.
+    -- dropped): only_index, the one a drop just made an orphan, or all of
+    -- them (sift.ensure_dense_indexes). Dropping an index locks its table
+    -- against every search, so each waits at most 100 ms: one still in use
+    -- stays for sift.ensure_dense_indexes. It must see every tenant's spaces
+    -- to drop only what no space names: row_security off makes a policy that
+    -- would hide some an error instead.
+    if only_index is null and not sift._is_operator(session_user) then
+        raise exception 'only the operator sweeps every orphaned index (sift.ensure_dense_indexes)'
+            using errcode = '42501';
+    end if;
     perform pg_catalog.set_config('lock_timeout', '100ms', true);
     for idx in
         select i.relname::text
         from pg_catalog.pg_class i
         where i.relnamespace = 'sift'::regnamespace and i.relkind = 'i'
           and i.relname ~ '^(chunks_hnsw_collection|chunk_vectors_hnsw_space)_[0-9]+$'
+          and (only_index is null or i.relname = only_index)
           and not exists (select 1 from sift.vector_spaces s
                           where sift._space_dedicated(s) and sift._space_index_name(s) = i.relname::text)
         order by 1
@@ -197,11 +220,11 @@ begin
     perform pg_catalog.set_config('lock_timeout', saved, true);
 end;
 $$;
-comment on function sift._drop_orphan_indexes() is
-    'Internal, writes: drops the own HNSW indexes of vector spaces that no longer exist, each '
-    'waiting at most 100 ms for its table (one in use is left for the next call); returns those '
-    'dropped. Security definer (the owner drops indexes on the shared tables); granted to '
-    'sift_admin only.';
+comment on function sift._drop_orphan_indexes(text) is
+    'Internal, writes: drops the own HNSW indexes of vector spaces that no longer exist (only_index: '
+    'just that one), each waiting at most 100 ms for its table (one in use is left for '
+    'sift.ensure_dense_indexes); returns those dropped. Security definer (the owner drops indexes '
+    'on the shared tables); granted to sift_admin only.';
 
 create or replace function sift.ensure_dense_indexes()
 returns setof text
@@ -215,7 +238,10 @@ begin
     -- tables by CREATE EXTENSION) leaves them out. After a restore, this builds
     -- them again; elsewhere it finds every one in place and builds nothing. It
     -- also drops the own indexes of spaces dropped while the index was in use.
-    perform sift._drop_orphan_indexes();
+    -- Spaces' own indexes are the operator's (sift._ensure_space_index).
+    if sift._is_operator(current_user) then
+        perform sift._drop_orphan_indexes();
+    end if;
     return query
     select x.name from (
         -- A size only added spaces have gets only its sift.chunk_vectors index.
@@ -230,7 +256,7 @@ begin
         union all
         select sift._ensure_space_index(s.space_id)
         from sift.vector_spaces s
-        where sift._space_dedicated(s)) x
+        where sift._space_dedicated(s) and sift._is_operator(current_user)) x
     order by 1;
 end;
 $$;
@@ -238,7 +264,7 @@ comment on function sift.ensure_dense_indexes() is
     'Builds the HNSW indexes the vector spaces the caller sees need and lack (after a restore of an '
     'extension install, which leaves these on-demand indexes out): the shared ones (named by their '
     'sift.chunks index, with which comes the sift.chunk_vectors one; by the latter where only added '
-    'spaces have the size) and spaces'' own; drops the own indexes of dropped spaces. Returns the names. Writes (the operator, or collection admins for '
+    'spaces have the size) and, for the operator, spaces'' own, dropping those of dropped spaces. Returns the names. Writes (the operator, or collection admins for '
     'their own).';
 
 create or replace function sift.create_collection(
@@ -305,16 +331,15 @@ as $$
 declare
     changed sift.vector_spaces;
 begin
-    -- The only way a space's index options change: right after it is made,
-    -- empty (the guard trigger refuses any other update of them).
-    perform pg_catalog.set_config('pgsift.space_options', space.space_id::text, true);
+    -- Right after the space is made: empty, without an index of its own (the
+    -- guard trigger refuses the change otherwise, and to anyone but the
+    -- operator).
     update sift.vector_spaces s
     set dense_precision = coalesce(_set_space_options.dense_precision, s.dense_precision),
         hnsw_m = _set_space_options.hnsw_m,
         hnsw_ef_construction = _set_space_options.hnsw_ef_construction
     where s.space_id = space.space_id
     returning s.* into changed;
-    perform pg_catalog.set_config('pgsift.space_options', '', true);
     return changed;
 end;
 $$;
@@ -439,15 +464,14 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     col sift.collections := sift._collection(collection);
+    own text[];
 begin
+    -- Its spaces' own HNSW indexes go with it (one in use: by
+    -- sift.ensure_dense_indexes later).
+    select pg_catalog.array_agg(sift._space_index_name(s)) into own
+    from sift.vector_spaces s where s.collection_id = col.collection_id and sift._space_dedicated(s);
     delete from sift.collections c where c.collection_id = col.collection_id;
-    -- Its own HNSW index, if it had one (else the next drop or
-    -- sift.ensure_dense_indexes takes it).
-    if (select pg_catalog.count(*) from pg_catalog.pg_class i
-        where i.relnamespace = 'sift'::regnamespace
-          and i.relname ~ '^(chunks_hnsw_collection|chunk_vectors_hnsw_space)_[0-9]+$') > 0 then
-        perform sift._drop_orphan_indexes();
-    end if;
+    perform sift._drop_orphan_indexes(u.name) from unnest(own) as u(name);
     return true;
 end;
 $$;

@@ -375,8 +375,8 @@ begin
     end if;
     delete from sift.vector_spaces s where s.space_id = target.space_id and not s.active;
     get diagnostics gone = row_count;
-    if sift._space_dedicated(target) then
-        perform sift._drop_orphan_indexes();   -- its own index (one in use: the next call's)
+    if sift._space_dedicated(target) then   -- its own index (one in use: sift.ensure_dense_indexes')
+        perform sift._drop_orphan_indexes(sift._space_index_name(target));
     end if;
     return gone = 1;
 end;
@@ -400,6 +400,10 @@ begin
             raise exception 'a built-in or active vector space comes with its collection; add others with '
                             'sift.add_vector_space' using errcode = 'SF003';
         end if;
+        if sift._space_dedicated(new) and not sift._is_operator(current_user) then
+            raise exception 'an HNSW index of its own is the operator''s to give (it is built on a table every '
+                            'tenant writes to)' using errcode = '42501';
+        end if;
         return new;
     end if;
     if tg_op = 'DELETE' then
@@ -414,13 +418,23 @@ begin
         raise exception 'a vector space keeps its collection, name, dimensions, distance and kind: add another'
             using errcode = 'SF003';
     end if;
-    -- Index options are set once, as the space is made (its index is built
-    -- for them while it is empty).
+    -- Index options change only while the space is empty and has no index of
+    -- its own (as it is made), and only by the operator: an index of its own
+    -- is built on a table every tenant writes to.
     if (new.dense_precision, new.hnsw_m, new.hnsw_ef_construction)
-       is distinct from (old.dense_precision, old.hnsw_m, old.hnsw_ef_construction)
-       and pg_catalog.current_setting('pgsift.space_options', true) is distinct from new.space_id::text then
-        raise exception 'a vector space keeps the index options it was made with: add another space with new ones'
-            using errcode = 'SF003';
+       is distinct from (old.dense_precision, old.hnsw_m, old.hnsw_ef_construction) then
+        if not sift._is_operator(current_user) then
+            raise exception 'an HNSW index of its own is the operator''s to give (it is built on a table every '
+                            'tenant writes to)' using errcode = '42501';
+        end if;
+        if (sift._space_dedicated(old)
+            and pg_catalog.to_regclass(pg_catalog.format('sift.%I', sift._space_index_name(old))) is not null)
+           or (old.builtin and exists (select 1 from sift.chunks k
+                                       where k.collection_id = old.collection_id and k.embedding is not null))
+           or (not old.builtin and exists (select 1 from sift.chunk_vectors v where v.space_id = old.space_id)) then
+            raise exception 'a vector space keeps the index options it was made with: add another space with new ones'
+                using errcode = 'SF003';
+        end if;
     end if;
     if new.active and not old.active
        and pg_catalog.current_setting('pgsift.switching', true) is distinct from new.space_id::text then
@@ -431,7 +445,8 @@ begin
 end;
 $$;
 comment on function sift._vector_spaces_guard() is
-    'Trigger: a space keeps its collection, name, size, distance, kind and index options; the '
+    'Trigger: a space keeps its collection, name, size, distance and kind, and its index options '
+    'once it holds vectors or its own index (only the operator gives it options of its own); the '
     'built-in and active ones come with their collection, the active one is never deleted, and activation goes through '
     'sift.switch_vector_space.';
 

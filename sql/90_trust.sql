@@ -138,9 +138,9 @@ grant execute on all functions in schema sift to sift_reader, sift_gateway;
 revoke execute on function sift._ensure_dense_index(integer, sift.distance, boolean)
     from sift_reader, sift_gateway;
 grant execute on function sift._ensure_dense_index(integer, sift.distance, boolean) to sift_admin;
-revoke execute on function sift._ensure_space_index(bigint), sift._drop_orphan_indexes()
+revoke execute on function sift._ensure_space_index(bigint, name), sift._drop_orphan_indexes(text)
     from sift_reader, sift_gateway;
-grant execute on function sift._ensure_space_index(bigint), sift._drop_orphan_indexes() to sift_admin;
+grant execute on function sift._ensure_space_index(bigint, name), sift._drop_orphan_indexes(text) to sift_admin;
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
     sift.vector_spaces, sift.chunk_vectors,

@@ -62,6 +62,17 @@ def test_a_fresh_embedded_server_runs_sized(monkeypatch):
         monkeypatch.setenv("PGSIFT_SERVER_MEMORY", "2GB")   # another machine: sized again
         buffers, _jit, new_pid = running()
         assert buffers == "512MB" and new_pid != pid
+        # Someone is connected: no restart; the rest is reloaded, shared_buffers waits.
+        monkeypatch.setenv("PGSIFT_SERVER_MEMORY", "4GB")
+        with psycopg.connect(embedded.status()["url"]) as other:
+            uri = embedded.start()
+            assert embedded.status()["pid"] == new_pid
+            with psycopg.connect(uri) as conn:
+                assert conn.execute("select current_setting('maintenance_work_mem'), "
+                                    "current_setting('shared_buffers')").fetchone() == ("256MB", "512MB")
+                assert conn.execute("select pending_restart from pg_settings where name = 'shared_buffers'"
+                                    ).fetchone() == (True,)
+            other.execute("select 1")
     finally:
         embedded.stop()
         shutil.rmtree(home, ignore_errors=True)

@@ -11,7 +11,7 @@ import numpy as np
 import psycopg
 import pytest
 from conftest import unit
-from pgsift import Chunk, Client, Document, InvalidArgument
+from pgsift import Chunk, Client, Document, InvalidArgument, PermissionDenied
 from pgsift.models import vector_text
 
 DIMS = 3072
@@ -215,8 +215,29 @@ def test_index_options_are_checked_and_kept(db, connect_as):
     assert [c.name for c in client.list_collections()] == []              # nothing half-made
     client.create_collection("kb", embedding_dims=8, hnsw_m=6)
     with pytest.raises(psycopg.Error, match="keeps the index options") as err:
-        db.execute("update sift.vector_spaces set hnsw_m = 30")
+        db.execute("update sift.vector_spaces set hnsw_m = 30")   # it has its index now
     assert err.value.sqlstate == "SF003"
+    # An index of its own is built on the table every tenant writes to: the operator's call.
+    # A tenant's admin can neither ask for one nor set options some other way.
+    db.execute("select sift.map_role('t_admin', 'acme')")
+    admin = Client(connect_as("t_admin"))
+    with pytest.raises(PermissionDenied, match="operator"):
+        admin.create_collection("mine", embedding_dims=8, hnsw_m=6)
+    with pytest.raises(PermissionDenied, match="operator"):
+        admin.create_collection("mine", embedding_dims=8, dense_precision="half")
+    admin.create_collection("mine", embedding_dims=8)
+    with pytest.raises(PermissionDenied, match="operator"):
+        admin.add_vector_space("mine", "tuned", dimensions=8, hnsw_m=6)
+    raw = connect_as("t_admin")
+    raw.execute("select set_config('pgsift.space_options', space_id::text, false) from sift.vector_spaces")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="operator"):
+        raw.execute("update sift.vector_spaces set hnsw_m = 30")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="operator"):
+        raw.execute("select sift._ensure_space_index(space_id) from sift.vector_spaces")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="act as"):
+        raw.execute("select sift._ensure_space_index(space_id, 'postgres') from sift.vector_spaces")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="operator"):
+        raw.execute("select sift._drop_orphan_indexes()")
     # A role under row-level security may not build or drop indexes as the owner directly.
     reader = connect_as("t_reader")
     with pytest.raises(psycopg.errors.InsufficientPrivilege):

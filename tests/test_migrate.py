@@ -374,11 +374,11 @@ def test_only_five_functions_are_security_definer(db):
     # The index builders and the dropper of orphaned own indexes (only the owner may index the
     # shared tables), the text-index probe (row-level security keeps the index out of reach)
     # and the cursor signer (no tenant reads the key); test_trust attacks the probe and the
-    # signer, test_spaces the index functions.
+    # signer, and the index builder and dropper (tests/test_large_embeddings.py too).
     definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == ["sift._cursor_sign(text,name)", "sift._drop_orphan_indexes()",
+    assert definers == ["sift._cursor_sign(text,name)", "sift._drop_orphan_indexes(text)",
                         "sift._ensure_dense_index(integer,sift.distance,boolean)",
-                        "sift._ensure_space_index(bigint)", "sift._text_matches(bigint,tsquery,name)"]
+                        "sift._ensure_space_index(bigint,name)", "sift._text_matches(bigint,tsquery,name)"]
 
     def grantees(name: str) -> list[str]:
         return db.execute(

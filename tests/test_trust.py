@@ -237,9 +237,11 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("forged_dense_leg", rows("select * from sift._dense_leg(%s, 8, 'cosine', %s::text::"
                                   "public.vector, '{}', 10, 10000)", [[col_id], vec])),
         ("forged_dense_leg_own_index", rows("select * from sift._dense_leg(%s, 8, 'cosine', %s::text::"
-                                            "public.vector, '{}', 10, 0, null, false, %s)", [[col_id], vec, col_id])),
-        ("forged_space_index", one("select sift._ensure_space_index(s.space_id) from sift.vector_spaces s "
-                                   "where s.collection_id = %s", [col_id])),
+                                            "public.vector, '{}', 10, -1, null, false, %s)", [[col_id], vec, col_id])),
+        # an id, not a row the caller can see: the builder itself refuses anyone but the operator
+        ("forged_space_index", one("select sift._ensure_space_index(%s)", [rng.randint(1, 40)])),
+        ("forged_space_index_as", one("select sift._ensure_space_index(%s, 'postgres')", [rng.randint(1, 40)])),
+        ("forged_drop_orphans", rows("select * from sift._drop_orphan_indexes() as name")),
         ("forged_bm25_scores", rows("select * from sift._bm25_scores(%s, array['alpha'], array[1.0], 5, 1.2, 0.4, "
                                     "'alpha'::tsquery, null, 10)", [chunk_ids])),
         ("forged_pool", rows("select * from sift._pool((select c from sift.collections c where collection_id = %s), "

@@ -106,9 +106,9 @@ class AsyncClient:
         """Vectors go in binary on this connection from now on (pgsift.vectors): the vector
         type is read once per connection (not cached beyond it: pgvector re-created, or a
         pooler pointed elsewhere, gives a new type). Left alone inside a failed transaction
-        and where pgvector is missing (vectors then go as text and the database says what
-        is wrong). A connection serves one thread at a time, as psycopg's transactions
-        need anyway."""
+        (the statement fails anyway) and where pgvector is missing (a query vector then goes
+        as text, and a write cannot send vectors at all: the database lacks the type). A
+        connection serves one thread at a time, as psycopg's transactions need anyway."""
         if vectors.adapted(conn) or conn.info.transaction_status not in _ADAPTABLE:
             return
         idle = conn.info.transaction_status == TransactionStatus.IDLE
@@ -242,6 +242,8 @@ class AsyncClient:
         """Write (or replace) chunks' vectors in an added space, in one transaction."""
         if len(chunk_ids) != len(embeddings):
             raise InvalidArgument(f"{len(chunk_ids)} chunk ids for {len(embeddings)} embeddings")
+        if not chunk_ids:
+            return 0   # nothing to send (an empty list has no type to tell the two signatures apart)
         params = {"collection": calls.check_text(collection, "collection"), "space": calls.check_text(space, "space"),
                   "chunk_ids": [int(i) for i in chunk_ids],
                   "embeddings": [vec(e, f"the vector of chunk {i}") for i, e in zip(chunk_ids, embeddings,

@@ -8,6 +8,7 @@ primary or a standby.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +41,13 @@ def checks(conn: psycopg.Connection[Any]) -> list[Check]:
     settings = {name: (value, unit) for name, value, unit in conn.execute(q.DOCTOR_SETTINGS).fetchall()}
 
     def setting_bytes(name: str) -> float:
+        """pg_settings' value in its unit: B, kB, MB, GB, or a block size such as 8kB."""
         value, unit = settings[name]
-        scale = {"8kB": 8192, "kB": 1024, "MB": MB, "B": 1}.get(unit or "B", 1)
-        return float(value) * scale
+        m = re.fullmatch(r"(\d*)(B|kB|MB|GB|TB)", unit or "B")
+        if m is None:
+            raise ValueError(f"unknown unit {unit!r} for {name}")
+        scale = {"B": 1, "kB": 1024, "MB": MB, "GB": 2**30, "TB": 2**40}[m.group(2)]
+        return float(value) * scale * int(m.group(1) or 1)
 
     shared = setting_bytes("shared_buffers")
     cache = setting_bytes("effective_cache_size")
@@ -60,8 +65,7 @@ def checks(conn: psycopg.Connection[Any]) -> list[Check]:
         f"effective_cache_size {_size(cache)}",
         "every HNSW walk stays in memory" if ok else
         f"a dense leg reads index pages from {'disk' if total > cache else 'the OS cache'}: raise shared_buffers "
-        f"to at least {_size(total * 1.25)} (a quarter to a third of the machine's memory), or use half "
-        "precision (dense_precision 'half' halves an index)"))
+        f"to at least {_size(total * 1.25)} (a quarter to a third of the machine's memory)"))
     ok = largest <= maintenance
     found.append(Check(
         "hnsw builds in maintenance_work_mem", "ok" if ok else "warn",

