@@ -689,7 +689,9 @@ $$;
 comment on function sift.write_chunks(bigint[], integer[], text[], text[], integer[], @extschema:vector@.vector[],
                                       integer[]) is
     'Inserts a batch of chunks of existing documents (parallel arrays; embeddings a vector[], '
-    'in binary from a client or a literal such as ''{"[0.1,0.2]"}''; section_ordinals: each chunk''s section, by its place in the document, or '
+    'in binary from a client, or typed: ''{"[0.1,0.2]"}''::vector[], since an untyped literal '
+    'also fits the deprecated text[] signature; section_ordinals: each chunk''s section, by its '
+    'place in the document, or '
     'null): the statement a role under row-level security uses where COPY is refused. The '
     'trigger checks each (dimension, zero vector, size) and fills its lexical columns. The '
     'embeddings are the active vector space''s: stored with the chunks for the built-in one, '
