@@ -83,6 +83,7 @@ def check_metadata(metadata: dict, hit: Hit) -> None:
     assert metadata["document_metadata"] == hit.metadata
     assert metadata["title"] == hit.title != metadata["document_metadata"]["title"]   # nested, not shadowed
     assert ("rerank_score" in metadata) == (hit.rerank_score is not None)
+    assert metadata.get("reranker") == hit.reranker
 
 
 def check_documents(docs, hits: list[Hit]) -> None:

@@ -103,6 +103,7 @@ def test_reranked_search_widens_the_pool_and_finalizes_in_sql(kb, db):
     assert golden >= 2 and [h.source_uri for h in result[:golden]] == ["d7"] * golden
     assert all(h.found_by in ("dense", "lexical", "both") for h in result)   # legs kept
     assert all(h.fused_score is not None and h.base_score == h.rerank_score for h in result)
+    assert all(h.reranker == "voy" for h in result)          # named, as sift.search names it
     with RerankServer(scorer=keyword_scorer({"golden": 0.99})) as server:
         use_server(kb, server)   # re-registered: same alias, the new server
         capped = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5, per_document_cap=1)
@@ -124,7 +125,7 @@ def test_a_fault_falls_back_to_the_fused_ranking(kb, db, fault):
     assert not result.reranked and result.rerank.fault and result.rerank.called
     assert result.rerank.latency_ms <= (1.0 + GRACE_S + SLACK_S) * 1000 and elapsed < 1.0 + GRACE_S + SEARCH_SLACK_S
     assert [h.chunk_id for h in result] == [h.chunk_id for h in plain]   # same hits, same order
-    assert all(h.rerank_score is None for h in result)
+    assert all(h.rerank_score is None and h.reranker == "voy" for h in result)   # went to, fell back
     rows = usage_rows(db)
     assert len(rows) == 1 and rows[0][2:4] == (False, False)            # recorded as failed, never billed
     assert rows[0][5].startswith(result.rerank.fault)

@@ -192,14 +192,17 @@ def aligned_texts(rows: list[tuple[int, int, str]], n: int) -> list[str]:
     return texts
 
 
-def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, float]) -> list[Hit]:
-    """finalize knows nothing of the legs: put each hit's leg columns back from the pool."""
+def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, float],
+              reranker: str | None = None) -> list[Hit]:
+    """finalize knows nothing of the legs nor of the reranker: put each hit's leg columns back
+    from the pool, and name the reranker the search went to (as sift.search names it)."""
     legs = {c.chunk_id: c for c in pool}
     out = []
     for hit in final:
         c = legs[hit.chunk_id]
         out.append(dataclasses.replace(
-            hit, rerank_score=rerank_scores.get(hit.chunk_id), fused_score=c.score, found_by=c.found_by,
+            hit, reranker=reranker if reranker is not None else hit.reranker,
+            rerank_score=rerank_scores.get(hit.chunk_id), fused_score=c.score, found_by=c.found_by,
             dense_rank=c.dense_rank, dense_distance=c.dense_distance, lexical_rank=c.lexical_rank,
             lexical_score=c.lexical_score, legs=c.legs, lexical_query=c.lexical_query,
             lexical_configs=c.lexical_configs))

@@ -498,7 +498,8 @@ class Client:
         scored_by = outcome.alias if outcome.complete else None
         final = self.finalize(collection, ids, scores, top_k=top_k, scored_by=scored_by, query=query,
                                     **knobs)
-        return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
+        return SearchResult(calls.with_legs(final.hits, reranked.pool, outcome.rerank_scores(ids), outcome.alias),
+                            rerank=outcome)
 
     def search_page(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                           page_size: int = 10, cursor: str | None = None, filter: dict[str, Any] | None = None,
@@ -533,7 +534,8 @@ class Client:
         page_args = {**params, "chunk_ids": ids, "scores": scores, "more": reranked.more,
                      "scored_by": outcome.alias if outcome.complete else None}
         final: list[Hit] = self._rows([(q.FINALIZE_PAGE, page_args)], Hit)
-        return Page.of(calls.with_legs(final, reranked.pool, outcome.rerank_scores(ids)), rerank=outcome)
+        return Page.of(calls.with_legs(final, reranked.pool, outcome.rerank_scores(ids), outcome.alias),
+                       rerank=outcome)
 
     def _page_window(self, params: dict[str, Any]) -> int:
         names = [params["collection"]] if params["collection"] is not None else params["collections"]

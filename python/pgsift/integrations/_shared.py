@@ -179,6 +179,8 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
         "lexical_rank": hit.lexical_rank,
         "lexical_score": hit.lexical_score,
     }
+    if hit.reranker is not None:
+        meta["reranker"] = hit.reranker
     if hit.rerank_score is not None:
         meta["rerank_score"] = hit.rerank_score
         meta["fused_score"] = hit.fused_score
