@@ -309,7 +309,7 @@ create or replace function sift._lexical_leg(
     n       integer,
     lift    tsquery default null,
     sink    tsquery default null)
-returns table (chunk_id bigint, rank integer, score double precision)
+returns table (chunk_id bigint, rank integer, score double precision, exact boolean)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -349,6 +349,7 @@ declare
     pos        integer;
     best       bigint[];
     scores     double precision[];
+    proven     boolean := true;   -- false: the budget ran out before the top n was proven
 begin
     select sum(s.chunks), sum(s.tokens)::double precision / nullif(sum(s.chunks), 0)
     into n_chunks, avgdl
@@ -370,7 +371,7 @@ begin
                                                and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true)))
               order by 2 desc, c.chunk_id
               limit n) s;
-        return query select * from sift._lift_and_sink(best, scores, lift, sink);
+        return query select l.*, true from sift._lift_and_sink(best, scores, lift, sink) l;
         return;
     end if;
 
@@ -519,13 +520,15 @@ begin
             into best, scores
             from sift._bm25_scores(sift._matching_chunks(col.collection_id, match, n_chunks),
                                    t_lexeme, t_idf, avgdl, k1, b, match, fpath, n) x;
+        else
+            -- Otherwise the best of what was read and scored: bounded cost,
+            -- exact scores for every chunk returned, and said to be unproven.
+            proven := false;
         end if;
-        -- Otherwise the best of what was read and scored: bounded cost, and
-        -- exact scores for every chunk returned.
         exit;
     end loop;
 
-    return query select * from sift._lift_and_sink(best, scores, lift, sink);
+    return query select l.*, proven from sift._lift_and_sink(best, scores, lift, sink) l;
 end;
 $$;
 comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
@@ -537,5 +540,5 @@ comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, 
     'knob''s postings (3,000) are read and at most max(4n, 100) chunks scored; if that cannot '
     'prove the top n, every matching chunk is scored when the terms'' chunk counts sum to at most '
     'the lexical_exact_limit knob (3,000), else the best chunks found are returned, each with '
-    'its exact score. In quoted_text boost mode a chunk of that top n holding a quoted phrase '
+    'its exact score and exact false on every row. In quoted_text boost mode a chunk of that top n holding a quoted phrase '
     'scores x2 (lift) and one holding a -word x0.5 (sink), and the n are ranked again.';

@@ -134,7 +134,8 @@ returns table (
     found_by       text,
     legs           text[],
     lexical_query  text,
-    lexical_configs text[])
+    lexical_configs text[],
+    lexical_exact  boolean)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -153,6 +154,7 @@ declare
     space       sift.vector_spaces;
     lexical_ids bigint[];
     lexical_raw double precision[];
+    exact       boolean;
 begin
     select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
     into ran, tsq, terms, lift, sink, configs
@@ -175,8 +177,9 @@ begin
                                   when space.builtin then space.collection_id else space.space_id end) x;
     end if;
     if 'lexical' = any (ran) then
-        select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank)
-        into lexical_ids, lexical_raw
+        select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank),
+               coalesce(pg_catalog.bool_and(x.exact), true)
+        into lexical_ids, lexical_raw, exact
         from sift._lexical_leg(col, knobs, tsq, terms, _pool.filter, n, lift, sink) x;
     end if;
 
@@ -185,7 +188,7 @@ begin
            f.lexical_rank, lexical_raw[f.lexical_rank], f.score,
            case when f.dense_rank is not null and f.lexical_rank is not null then 'both'
                 when f.dense_rank is not null then 'dense' else 'lexical' end,
-           ran, tsq::text, configs
+           ran, tsq::text, configs, exact
     from sift.rrf(dense_ids, lexical_ids, w, knobs.rrf_k) f
     join sift.chunks c on c.chunk_id = f.chunk_id
     order by f.fused_rank, f.chunk_id;
@@ -212,7 +215,7 @@ as $$
     select p.chunk_id, p.document_id, (cols[i]).name::text,
            (pg_catalog.row_number() over (order by p.score desc, p.chunk_id))::integer,
            p.score, p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank,
-           p.lexical_score, p.legs, p.lexical_query, p.lexical_configs
+           p.lexical_score, p.legs, p.lexical_query, p.lexical_configs, p.lexical_exact
     from pg_catalog.generate_subscripts(cols, 1) as i
     cross join lateral sift._pool(cols[i], knobs[i], query_text, query_embedding, match_count, filter) p
     order by 4, p.chunk_id

@@ -94,7 +94,7 @@ begin
                f.recency_factor, f.boost,
                f.cap_status, f.mmr_similarity, f.mmr_penalty, f.final_rank, f.position,
                f.threshold_applied, f.below_threshold, f.threshold_skipped, f.merged,
-               f.matched_chunk_ids, f.merged_into, f.language, f.language_factor
+               f.matched_chunk_ids, f.merged_into, f.language, f.language_factor, p.lexical_exact
         from p
         join f on f.chunk_id = p.chunk_id
         union all
@@ -122,7 +122,8 @@ begin
                null::integer, null::integer,
                coalesce(summary.threshold_applied, false), coalesce(summary.below_threshold, 0),
                summary.threshold_skipped, false, null::bigint[], null::bigint,
-               sift._language(d.language), null::double precision
+               sift._language(d.language), null::double precision,
+               (select pg_catalog.bool_and(q.lexical_exact) from p q where q.collection_name = (cols[i]).name::text)
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary
@@ -143,7 +144,7 @@ begin
            r.recency_factor, r.boost, r.cap_status, r.mmr_similarity, r.mmr_penalty, r.final_rank,
            r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped,
            k.section_id, r.merged, r.matched_chunk_ids, r.merged_into, r.language, r.language_factor,
-           r.lexical_configs
+           r.lexical_configs, r.lexical_exact
     from rows r
     cross join lateral (select k.ordinal, k.section_id from sift.chunks k where k.chunk_id = r.chunk_id) k
     cross join lateral (select d.source_uri, d.title from sift.documents d

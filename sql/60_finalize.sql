@@ -732,7 +732,8 @@ as $$
                                    coalesce(p.lexical_query::tsquery, f.q), f.snip, f.snip_words) end,
            null::text, null::text,   -- cursor, cursor_end: sift.search_page's
            case when 'dense' = any (p.legs) then f.space_name end,
-           case when 'dense' = any (p.legs) then coalesce(f.space_missing, 0)::integer end
+           case when 'dense' = any (p.legs) then coalesce(f.space_missing, 0)::integer end,
+           p.lexical_exact
     from f
     join b on b.chunk_id = f.chunk_id
     left join win on win.chunk_id = f.chunk_id

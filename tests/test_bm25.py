@@ -78,9 +78,13 @@ def k1_b(col) -> tuple[float, float]:
     return col.settings["bm25_k1"], col.settings["bm25_b"]
 
 
-def lexical_leg(client: Client, name: str, text: str, n: int, **knobs) -> list[tuple[int, float]]:
+def lexical_leg(client: Client, name: str, text: str, n: int, proven: bool | None = True,
+                **knobs) -> list[tuple[int, float]]:
+    """The lexical leg's top n; every hit says the top n is proven exact unless `proven` is None."""
     result = client.search(name, text, top_k=n, **knobs)
     assert all(h.found_by == "lexical" for h in result)
+    if proven is not None:
+        assert all(h.lexical_exact is proven for h in result)
     return [(h.chunk_id, h.lexical_score) for h in result]
 
 
@@ -152,11 +156,12 @@ def test_a_spent_budget_falls_back_to_exact_scoring_when_matches_are_few(client,
 def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_scored(client, db):
     rng, col = seeded_collection(client, seed=9, docs=400)
     build_lists(db, 3)   # lists of 3 chunks: far too short to prove a top 10
-    same = 0
+    same = unproven = 0
     queries = [" ".join(VOCAB[i] for i in rng.choice(6, size=3, replace=False)) for _ in range(20)]
     for text in queries:
         oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
-        got = lexical_leg(client, "c", text, 10, lexical_budget=100, lexical_exact_limit=0)
+        result = client.search("c", text, top_k=10, lexical_budget=100, lexical_exact_limit=0)
+        got = [(h.chunk_id, h.lexical_score) for h in result]
         # every chunk returned carries its exact score, best first; some may be missing
         assert 3 <= len(got) <= 10
         for chunk_id, score in got:
@@ -164,7 +169,14 @@ def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_sco
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
         expected = sorted(oracle.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
         same += [c for c, _ in got] == [c for c, _ in expected]
+        # never in silence: an answer that is not the exhaustive one says it is unproven
+        flags = {h.lexical_exact for h in result}
+        assert len(flags) == 1 and (flags == {True}) <= ([c for c, _ in got] == [c for c, _ in expected])
+        unproven += flags == {False}
     assert same < len(queries)   # the bound really was hit (not every answer is the exhaustive one)
+    assert unproven >= len(queries) - same and unproven > 0
+    explained = client.explain("c", queries[0], top_k=10, lexical_budget=100, lexical_exact_limit=0)
+    assert {e.lexical_exact for e in explained} <= {True, False} and explained[0].lexical_exact is not None
     # and lifting the limits gives the exhaustive answer again
     text = queries[0]
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
@@ -360,3 +372,13 @@ def test_ten_thousand_distinct_terms_are_capped(client, db):
     terms = query_terms(db, text)
     assert len(terms) <= 128
     assert client.search("c", text, top_k=5) is not None
+
+
+def test_the_lexical_flag_is_null_where_the_leg_did_not_run(client, db):
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", corpus(np.random.default_rng(3), 20))
+    dense = client.search("c", embedding=unit(np.ones(DIMS)), top_k=3)
+    assert dense and all(h.lexical_exact is None for h in dense)
+    hybrid = client.search("c", VOCAB[0], embedding=unit(np.ones(DIMS)), top_k=5)
+    assert all(h.lexical_exact is True for h in hybrid)               # per call: on every hit
+    assert all(c.lexical_exact is True for c in client.candidates("c", VOCAB[0], top_k=5))

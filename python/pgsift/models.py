@@ -143,6 +143,10 @@ class Hit:
     # for a complete one; None when the dense leg did not run or for finalize's rows).
     dense_space: str | None = None
     dense_space_missing: int | None = None
+    # Whether the lexical leg's top n is proven exact (False: its budget, lexical_budget and
+    # lexical_exact_limit, ran out first; every score is exact, the set may miss a better
+    # chunk); None when the leg did not run. The same on every hit of a call.
+    lexical_exact: bool | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
 
@@ -172,6 +176,9 @@ class Candidate:
     legs: list[str]
     lexical_query: str | None
     lexical_configs: list[str] | None = None
+    # Whether the lexical leg's top n is proven exact (False: its budget ran out first); None:
+    # the leg did not run.
+    lexical_exact: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +222,9 @@ class Explanation:
     language: str | None = None
     language_factor: float | None = None
     lexical_configs: list[str] | None = None
+    # Whether the lexical leg's top n is proven exact (False: its budget ran out first); None:
+    # the leg did not run.
+    lexical_exact: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -317,6 +317,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
         print(f"legs run: {', '.join(pool[0].legs) or '-'}; lexical query: {pool[0].lexical_query or '(none)'}")
         if pool[0].threshold_skipped:
             print(f"score threshold not applied: {pool[0].threshold_skipped}")
+        if any(c.lexical_exact is False for c in pool):
+            print("lexical top n not proven exact: its budget ran out first")
     return 0
 
 

@@ -214,6 +214,9 @@ def print_hits(result: SearchResult, out: IO[str] | None = None) -> None:
         print(f"rerank: {outcome.alias or '-'} {state}", file=out)
     if result.threshold_skipped:
         print(f"score threshold not applied: {result.threshold_skipped}", file=out)
+    if any(h.lexical_exact is False for h in result):
+        print("lexical top n not proven exact: its budget ran out first (raise lexical_budget or "
+              "lexical_exact_limit, or refresh the statistics)", file=out)
 
 
 def dump(obj: Any) -> None:
