@@ -529,6 +529,11 @@ begin
     end loop;
 
     return query select l.*, proven from sift._lift_and_sink(best, scores, lift, sink) l;
+    if not proven and best is null then
+        -- Nothing it scored passed (a filter, a required phrase), yet more may
+        -- match: one row of nulls carries the flag.
+        return query select null::bigint, null::integer, null::double precision, false;
+    end if;
 end;
 $$;
 comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
@@ -540,5 +545,6 @@ comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, 
     'knob''s postings (3,000) are read and at most max(4n, 100) chunks scored; if that cannot '
     'prove the top n, every matching chunk is scored when the terms'' chunk counts sum to at most '
     'the lexical_exact_limit knob (3,000), else the best chunks found are returned, each with '
-    'its exact score and exact false on every row. In quoted_text boost mode a chunk of that top n holding a quoted phrase '
+    'its exact score and exact false on every row (one row of nulls when none passed). In '
+    'quoted_text boost mode a chunk of that top n holding a quoted phrase '
     'scores x2 (lift) and one holding a -word x0.5 (sink), and the n are ranked again.';

@@ -177,7 +177,8 @@ begin
                                   when space.builtin then space.collection_id else space.space_id end) x;
     end if;
     if 'lexical' = any (ran) then
-        select array_agg(x.chunk_id order by x.rank), array_agg(x.score order by x.rank),
+        select array_agg(x.chunk_id order by x.rank) filter (where x.chunk_id is not null),
+               array_agg(x.score order by x.rank) filter (where x.chunk_id is not null),
                coalesce(pg_catalog.bool_and(x.exact), true)
         into lexical_ids, lexical_raw, exact
         from sift._lexical_leg(col, knobs, tsq, terms, _pool.filter, n, lift, sink) x;

@@ -123,7 +123,9 @@ begin
                coalesce(summary.threshold_applied, false), coalesce(summary.below_threshold, 0),
                summary.threshold_skipped, false, null::bigint[], null::bigint,
                sift._language(d.language), null::double precision,
-               (select pg_catalog.bool_and(q.lexical_exact) from p q where q.collection_name = (cols[i]).name::text)
+               case when 'lexical' = any (plan.legs)
+                    then coalesce((select pg_catalog.bool_and(q.lexical_exact) from p q
+                                   where q.collection_name = (cols[i]).name::text), true) end
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary

@@ -382,3 +382,26 @@ def test_the_lexical_flag_is_null_where_the_leg_did_not_run(client, db):
     hybrid = client.search("c", VOCAB[0], embedding=unit(np.ones(DIMS)), top_k=5)
     assert all(h.lexical_exact is True for h in hybrid)               # per call: on every hit
     assert all(c.lexical_exact is True for c in client.candidates("c", VOCAB[0], top_k=5))
+
+
+def test_an_empty_unproven_answer_still_says_so(client, db):
+    """Past the budget, nothing the leg read passes the filter although a chunk matches: the
+    lexical leg comes back empty, and the hits the dense leg found still say it is unproven."""
+    _rng, col = seeded_collection(client, seed=9, docs=400)
+    build_lists(db, 3)
+    text = " ".join(VOCAB[i] for i in range(3))
+    terms = query_terms(db, text)
+    listed = [r[0] for r in db.execute("select distinct unnest(chunk_ids) from sift.term_blocks "
+                                       "where collection_id = %s and lexeme = any(%s)",
+                                       [col.collection_id, terms]).fetchall()]
+    target = db.execute("select c.chunk_id, c.document_id from sift.chunks c where c.collection_id = %s "
+                        "and c.search_vector @@ to_tsquery('simple', %s) and not (c.chunk_id = any(%s)) "
+                        "order by c.chunk_id limit 1",
+                        [col.collection_id, " | ".join(terms), listed]).fetchone()
+    db.execute("update sift.documents set metadata = '{\"only\": true}' where document_id = %s", [target[1]])
+    knobs = dict(filter={"only": True}, embedding=unit(np.ones(DIMS)), top_k=10)
+    bounded = client.search("c", text, lexical_budget=100, lexical_exact_limit=0, **knobs)
+    assert [h.chunk_id for h in bounded] == [target[0]] and bounded[0].found_by == "dense"
+    assert bounded[0].lexical_exact is False
+    exhaustive = client.search("c", text, **knobs)     # default limits: it is found, and proven
+    assert [(h.chunk_id, h.found_by, h.lexical_exact) for h in exhaustive] == [(target[0], "both", True)]

@@ -29,7 +29,8 @@ WORDS = ["refund", "parcel", "laptop", "leave", "invoice", "badge", "printer", "
 QUERY = "refund parcel"
 # The fields of a Hit each document or node carries under the same name.
 FIELDS = ["chunk_id", "document_id", "source_uri", "title", "ordinal", "context", "score", "base_score", "rank",
-          "position", "found_by", "legs", "dense_rank", "dense_distance", "lexical_rank", "lexical_score"]
+          "position", "found_by", "legs", "dense_rank", "dense_distance", "lexical_rank", "lexical_score",
+          "lexical_exact"]
 
 
 class HashEmbedder:

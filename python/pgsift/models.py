@@ -145,7 +145,7 @@ class Hit:
     dense_space_missing: int | None = None
     # Whether the lexical leg's top n is proven exact (False: its budget, lexical_budget and
     # lexical_exact_limit, ran out first; every score is exact, the set may miss a better
-    # chunk); None when the leg did not run. The same on every hit of a call.
+    # chunk); None when the leg did not run. The same on every hit of a collection in a call.
     lexical_exact: bool | None = None
     rerank_score: float | None = None
     fused_score: float | None = None

@@ -178,6 +178,7 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
         "dense_distance": hit.dense_distance,
         "lexical_rank": hit.lexical_rank,
         "lexical_score": hit.lexical_score,
+        "lexical_exact": hit.lexical_exact,
     }
     if hit.reranker is not None:
         meta["reranker"] = hit.reranker
