@@ -116,6 +116,23 @@ comment on function sift._space_index_name(sift.vector_spaces) is
     'size and distance.';
 
 
+create or replace function sift._own_index_by_operator(who name)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if not sift._is_operator(who) then
+        raise exception 'an HNSW index of its own is the operator''s to give (it is built on a table every '
+                        'tenant writes to)' using errcode = '42501';
+    end if;
+end;
+$$;
+comment on function sift._own_index_by_operator(name) is
+    'Internal: 42501 unless the role is the operator, who alone gives a vector space an HNSW index '
+    'of its own (the guard trigger and the builder ask).';
+
+
 create or replace function sift._ensure_space_index(space_id bigint, acting_role name default current_user)
 returns text
 language plpgsql volatile security definer
@@ -138,10 +155,7 @@ begin
     if acting_role is null or not pg_catalog.pg_has_role(session_user, acting_role, 'MEMBER') then
         raise exception 'role % may not act as role %', session_user, acting_role using errcode = '42501';
     end if;
-    if not sift._is_operator(acting_role) then
-        raise exception 'an HNSW index of its own is the operator''s to give (it is built on a table every '
-                        'tenant writes to)' using errcode = '42501';
-    end if;
+    perform sift._own_index_by_operator(acting_role);
     select v.* into s from sift.vector_spaces v where v.space_id = _ensure_space_index.space_id;
     if s.space_id is null or not sift._space_dedicated(s) then
         return null;
@@ -242,30 +256,27 @@ begin
     if sift._is_operator(current_user) then
         perform sift._drop_orphan_indexes();
     end if;
+    perform sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin))
+    from sift.vector_spaces s
+    where not sift._space_dedicated(s)
+    group by s.dimensions, s.distance;
+    perform sift._ensure_space_index(s.space_id)
+    from sift.vector_spaces s
+    where sift._space_dedicated(s) and sift._is_operator(current_user);
+    -- The index each space walks (a size only added spaces have: only its
+    -- sift.chunk_vectors one).
     return query
-    select x.name from (
-        -- A size only added spaces have gets only its sift.chunk_vectors index.
-        select case when g.added_only
-                    then pg_catalog.format('chunk_vectors_hnsw_%s_%s', g.distance, g.dimensions)
-                    else g.built end as name
-        from (select s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin) as added_only,
-                     sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin)) as built
-              from sift.vector_spaces s
-              where not sift._space_dedicated(s)
-              group by s.dimensions, s.distance) g
-        union all
-        select sift._ensure_space_index(s.space_id)
-        from sift.vector_spaces s
-        where sift._space_dedicated(s) and sift._is_operator(current_user)) x
+    select distinct sift._space_index_name(s)
+    from sift.vector_spaces s
+    where not sift._space_dedicated(s) or sift._is_operator(current_user)
     order by 1;
 end;
 $$;
 comment on function sift.ensure_dense_indexes() is
     'Builds the HNSW indexes the vector spaces the caller sees need and lack (after a restore of an '
-    'extension install, which leaves these on-demand indexes out): the shared ones (named by their '
-    'sift.chunks index, with which comes the sift.chunk_vectors one; by the latter where only added '
-    'spaces have the size) and, for the operator, spaces'' own, dropping those of dropped spaces. Returns the names. Writes (the operator, or collection admins for '
-    'their own).';
+    'extension install, which leaves these on-demand indexes out): the shared ones and, for the '
+    'operator, spaces'' own, dropping those of dropped spaces. Returns the name of the index each '
+    'space walks. Writes (the operator, or collection admins for their own).';
 
 create or replace function sift.create_collection(
     collection           text,

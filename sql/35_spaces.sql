@@ -400,9 +400,8 @@ begin
             raise exception 'a built-in or active vector space comes with its collection; add others with '
                             'sift.add_vector_space' using errcode = 'SF003';
         end if;
-        if sift._space_dedicated(new) and not sift._is_operator(current_user) then
-            raise exception 'an HNSW index of its own is the operator''s to give (it is built on a table every '
-                            'tenant writes to)' using errcode = '42501';
+        if sift._space_dedicated(new) then
+            perform sift._own_index_by_operator(current_user);
         end if;
         return new;
     end if;
@@ -423,10 +422,7 @@ begin
     -- is built on a table every tenant writes to.
     if (new.dense_precision, new.hnsw_m, new.hnsw_ef_construction)
        is distinct from (old.dense_precision, old.hnsw_m, old.hnsw_ef_construction) then
-        if not sift._is_operator(current_user) then
-            raise exception 'an HNSW index of its own is the operator''s to give (it is built on a table every '
-                            'tenant writes to)' using errcode = '42501';
-        end if;
+        perform sift._own_index_by_operator(current_user);
         if (sift._space_dedicated(old)
             and pg_catalog.to_regclass(pg_catalog.format('sift.%I', sift._space_index_name(old))) is not null)
            or (old.builtin and exists (select 1 from sift.chunks k

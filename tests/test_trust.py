@@ -191,6 +191,8 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("add_vector_space", one("select * from sift.add_vector_space(%s, 'planted', 8)", [name])),
         ("write_space_vectors", one("select sift.write_space_vectors(%s, 'alt', %s, %s::vector[])",
                                     [name, chunk_ids[:1], [vec]])),
+        ("write_space_vectors_text", one("select sift.write_space_vectors(%s, 'alt', %s, %s::text[])",
+                                         [name, chunk_ids[:1], [vec]])),
         ("write_space_vectors_own", one("select sift.write_space_vectors('docs', 'alt', %s, %s::vector[])",
                                         [chunk_ids[:2], [vec, vec]])),
         ("switch_vector_space", one("select * from sift.switch_vector_space(%s, 'alt')", [name])),
@@ -269,6 +271,9 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                 "returning document_id", [col_id])),
         ("write_chunks", one("select sift.write_chunks(%s, array[99], array['planted'], array[null], "
                              "array[null]::integer[], array[%s::vector])", [[doc_id], vec])),
+        # the deprecated text[] signatures (0.1.0 clients) take the same way in
+        ("write_chunks_text", one("select sift.write_chunks(%s, array[99], array['planted'], array[null], "
+                                  "array[null]::integer[], array[%s]::text[])", [[doc_id], vec])),
         ("write_sections", one("select sift.write_sections(%s, array[99], array[null]::integer[], array[1], "
                                "array['planted'])", [[doc_id]])),
         ("insert section", one("insert into sift.sections (document_id, collection_id, ordinal, level) values "

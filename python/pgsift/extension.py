@@ -30,7 +30,7 @@ from pathlib import Path
 
 from . import queries as q
 from .errors import MigrationError
-from .schema import SqlFile, executed, function_files, functions_sha256, migration_files
+from .schema import executed, function_files, functions_sha256, migration_files
 from .version import RELEASES, VERSION
 
 NAME = "pgsift"
@@ -88,10 +88,10 @@ def _body(after: str | None, root: Path | None) -> str:
     for mig in migrations:
         if after is not None and mig.version <= after:
             continue
-        parts.append(f"-- migration {mig.version}\n{_run(mig)}\n"
+        parts.append(f"-- migration {mig.version}\n{executed(mig)}\n"
                      f"insert into sift.schema_migrations (version, sha256) values ('{mig.version}', '{mig.sha256}');")
     for fn in function_files(root):
-        parts.append(f"-- sql/{fn.path.name}\n{_run(fn)}")
+        parts.append(f"-- sql/{fn.path.name}\n{executed(fn)}")
     parts.append("delete from sift.schema_functions;\n"
                  f"insert into sift.schema_functions (sha256) values ('{functions_sha256(root)}');")
     marks = []
@@ -100,10 +100,6 @@ def _body(after: str | None, root: Path | None) -> str:
     parts.append("-- users' rows and their sequences go into pg_dump\n" + "\n".join(marks) + "\n"
                  + _sequence_marks())
     return "\n\n".join(parts) + "\n"
-
-
-def _run(fn: SqlFile) -> str:
-    return executed(fn)
 
 
 def _sequence_marks() -> str:

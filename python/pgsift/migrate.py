@@ -30,12 +30,11 @@ from . import queries as q
 from .compat import sleep
 from .errors import MigrationError, translate
 from .schema import (
-    VECTOR_SCHEMA_SQL,
-    VECTOR_SCHEMA_TOKEN,
     dollar_tag,
     function_files,
     functions_sha256,
     migration_files,
+    replaced,
     with_vector_schema,
 )
 
@@ -137,16 +136,14 @@ def install_script() -> str:
             f"-- migration {mig.version}\n"
             f"do $do_{tag}$\nbegin\n"
             f"  if not exists (select 1 from sift.schema_migrations where version = '{mig.version}') then\n"
-            f"    execute pg_catalog.replace($body_{tag}${mig.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', "
-            f"{VECTOR_SCHEMA_SQL});\n"
+            f"    execute {replaced(mig)};\n"
             f"    insert into sift.schema_migrations (version, sha256) values "
             f"('{mig.version}', '{mig.sha256}');\n"
             f"  end if;\nend\n$do_{tag}$;")
     sha = functions_sha256()
     files = "\n".join(
         f"    -- sql/{fn.path.name}\n"
-        f"    execute pg_catalog.replace($body_{dollar_tag(fn.text, fn.sha256)}${fn.text}"
-        f"$body_{dollar_tag(fn.text, fn.sha256)}$, '{VECTOR_SCHEMA_TOKEN}', {VECTOR_SCHEMA_SQL});"
+        f"    execute {replaced(fn)};"
         for fn in function_files())
     parts.append(
         "-- functions: re-applied when they changed\n"

@@ -80,11 +80,15 @@ def dollar_tag(text: str, sha: str) -> str:
     return tag
 
 
-def executed(fn: SqlFile) -> str:
-    """A shipped file as one statement that writes pgvector's schema in at run time and runs
-    it: what `install_script` and the extension's scripts (pg_tle's included, which fill in no
-    schema of a required extension) are made of."""
+def replaced(fn: SqlFile) -> str:
+    """A shipped file's text as an SQL expression with pgvector's schema written in at run time
+    (`execute` runs it): the one form of `install_script` and the extension's scripts (pg_tle's
+    included, which fills in no schema of a required extension)."""
     tag = dollar_tag(fn.text, fn.sha256)
-    return (f"do $do_{tag}$\nbegin\n"
-            f"    execute pg_catalog.replace($body_{tag}${fn.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', "
-            f"{VECTOR_SCHEMA_SQL});\nend\n$do_{tag}$;")
+    return f"pg_catalog.replace($body_{tag}${fn.text}$body_{tag}$, '{VECTOR_SCHEMA_TOKEN}', {VECTOR_SCHEMA_SQL})"
+
+
+def executed(fn: SqlFile) -> str:
+    """A shipped file as one statement that runs it (see `replaced`)."""
+    tag = dollar_tag(fn.text, fn.sha256)
+    return f"do $do_{tag}$\nbegin\n    execute {replaced(fn)};\nend\n$do_{tag}$;"

@@ -318,7 +318,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         if pool[0].threshold_skipped:
             print(f"score threshold not applied: {pool[0].threshold_skipped}")
         if any(c.lexical_exact is False for c in pool):
-            print("lexical top n not proven exact: its budget ran out first")
+            print(common.UNPROVEN)
     return 0
 
 

@@ -198,6 +198,10 @@ def _returns(hit: Hit) -> str:
     return what + (f" + {around} around" if around > 0 else "")
 
 
+UNPROVEN = ("lexical top n not proven exact: its budget ran out first (raise lexical_budget or "
+            "lexical_exact_limit, or refresh the statistics)")
+
+
 def print_hits(result: SearchResult, out: IO[str] | None = None) -> None:
     out = out or sys.stdout   # looked up at call time, so redirection and capture work
     structure = any(h.merged or h.window_chunk_ids or h.window_of for h in result)
@@ -215,8 +219,7 @@ def print_hits(result: SearchResult, out: IO[str] | None = None) -> None:
     if result.threshold_skipped:
         print(f"score threshold not applied: {result.threshold_skipped}", file=out)
     if any(h.lexical_exact is False for h in result):
-        print("lexical top n not proven exact: its budget ran out first (raise lexical_budget or "
-              "lexical_exact_limit, or refresh the statistics)", file=out)
+        print(UNPROVEN, file=out)
 
 
 def dump(obj: Any) -> None:
