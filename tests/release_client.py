@@ -1,6 +1,7 @@
 """Writes a collection and prints searches as JSON, with whichever pgsift is importable: the
-upgrade tests run it with a release's own package (from its git tag) before an upgrade and
-with this checkout's after, so the same calls are made by both versions.
+upgrade tests run it with a release's own package (from its commit on main,
+pgsift.version.RELEASE_COMMITS) before an upgrade and with this checkout's after, so the same calls are made
+by both versions.
 
     python release_client.py DSN write|more|search [EXPECTED_PGSIFT_DIR]
 """

@@ -34,7 +34,7 @@ import release_client
 from conftest import BIN, SERVER_URI
 from pgsift import Client, MigrationError, extension, migrate
 from pgsift.cli import main
-from pgsift.version import RELEASES, VERSION
+from pgsift.version import RELEASE_COMMITS, RELEASES, VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 LAST = list(RELEASES)[-1]
@@ -49,13 +49,18 @@ EXTENSION_DIR = FOLDER / "extension"
 
 @pytest.fixture(scope="module")
 def release_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The last release's python/, migrations/ and sql/, from its git tag."""
-    tag = f"v{LAST}"
-    run = subprocess.run(["git", "-C", str(ROOT), "archive", tag, "python", "migrations", "sql"],
+    """The last release's python/, migrations/ and sql/, from its commit on main (which its tag
+    names where the tag is present: a clone of main alone may not carry tags)."""
+    commit = RELEASE_COMMITS[LAST]
+    tag = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"v{LAST}^{{commit}}"],
+                         capture_output=True, text=True, check=False)
+    if tag.returncode == 0:
+        assert tag.stdout.strip() == commit, f"tag v{LAST} names {tag.stdout.strip()}, not {commit}"
+    run = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "python", "migrations", "sql"],
                          capture_output=True, check=False)
     if run.returncode != 0:
-        pytest.fail(f"the release tag {tag} is missing from this checkout (git fetch --tags): "
-                    f"{run.stderr.decode().strip()}")
+        pytest.fail(f"release {LAST}'s commit {commit} is missing from this checkout (a shallow clone? "
+                    f"git fetch --unshallow): {run.stderr.decode().strip()}")
     tree = tmp_path_factory.mktemp("release")
     with tarfile.open(fileobj=io.BytesIO(run.stdout)) as archive:
         if hasattr(tarfile, "fully_trusted_filter"):   # Python 3.10.12+, 3.11.4+
@@ -372,6 +377,7 @@ def test_make_extension_writes_the_control_file_and_the_scripts(tmp_path, capsys
     import pgsift
 
     assert pgsift.__version__ == VERSION and VERSION not in RELEASES   # this version is not released yet
+    assert list(RELEASE_COMMITS) == list(RELEASES)
 
 
 def test_pg_config_writes_into_that_servers_extension_folder(tmp_path, capsys):
