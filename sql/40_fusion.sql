@@ -216,7 +216,8 @@ as $$
     select p.chunk_id, p.document_id, (cols[i]).name::text,
            (pg_catalog.row_number() over (order by p.score desc, p.chunk_id))::integer,
            p.score, p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank,
-           p.lexical_score, p.legs, p.lexical_query, p.lexical_configs, p.lexical_exact
+           p.lexical_score, p.legs, p.lexical_query, p.lexical_configs, p.lexical_exact,
+           null::double precision   -- late_interaction_score: sift.search's, with query_tokens
     from pg_catalog.generate_subscripts(cols, 1) as i
     cross join lateral sift._pool(cols[i], knobs[i], query_text, query_embedding, match_count, filter) p
     order by 4, p.chunk_id

@@ -2,6 +2,48 @@
 -- candidate view). Both are sift._finalize over sift._candidates with the
 -- same resolved knobs, so they can never disagree.
 
+create or replace function sift._late_pool(
+    cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
+    match_count integer, filter jsonb, query_tokens @extschema:vector@.vector[],
+    out pool sift.candidate[], out ids bigint[], out scores double precision[])
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    toks  @extschema:vector@.halfvec[] := sift._query_tokens(cols, query_tokens);
+    top_n integer;
+    raws  double precision[];
+begin
+    -- The fused pool, in fused order; with query tokens it is at least the
+    -- late_interaction_top_n that MaxSim rescores (ids and scores: the order
+    -- and scores it ranks with; null when no chunk of it has token vectors).
+    if toks is not null then
+        top_n := (select pg_catalog.max((knobs[i]).late_interaction_top_n) from generate_subscripts(knobs, 1) as i);
+    end if;
+    pool := array(select c from sift._candidates(cols, knobs, query_text, query_embedding,
+                                                 greatest(match_count, coalesce(top_n, 0)), filter) c
+                  order by c.fused_rank);
+    if toks is null then
+        return;
+    end if;
+    select pg_catalog.array_agg(o.chunk_id order by o.place), pg_catalog.array_agg(o.score order by o.place),
+           pg_catalog.array_agg(o.raw order by o.place)
+    into ids, scores, raws
+    from sift._late_order(array(select c.chunk_id from unnest(pool) c order by c.fused_rank), toks, top_n) o;
+    if ids is null then
+        return;
+    end if;
+    for i in 1 .. cardinality(pool) loop
+        pool[i].late_interaction_score := raws[pg_catalog.array_position(ids, pool[i].chunk_id)];
+    end loop;
+end;
+$$;
+comment on function sift._late_pool(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector, integer,
+    jsonb, @extschema:vector@.vector[]) is
+    'Internal: the fused pool of a search or explain; with query_tokens, widened to '
+    'late_interaction_top_n, each candidate''s MaxSim, and the order and scores it ranks with.';
+
+
 create or replace function sift.search(
     collection      text default null,
     query_text      text default '',
@@ -9,7 +51,8 @@ create or replace function sift.search(
     match_count     integer default 10,
     filter          jsonb default '{}',
     knobs           jsonb default '{}',
-    collections     text[] default null)
+    collections     text[] default null,
+    query_tokens    @extschema:vector@.vector[] default null)
 returns setof sift.hit
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -19,10 +62,18 @@ declare
     ks     sift.knob_set[] := sift._resolve_all(cols, search.knobs);
     pool   sift.candidate[];
     choice record;
+    late   record;
 begin
     perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
-    pool := array(select c from sift._candidates(cols, ks, query_text, query_embedding, match_count, filter) c
-                  order by c.fused_rank);
+    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens);
+    if late.ids is not null then
+        -- Reranked by MaxSim in SQL: the rerank of this search (no hosted call).
+        return query
+        select * from sift._hits(cols, ks, late.pool, late.ids, late.scores, match_count, 'maxsim', null, null,
+                                 search.query_text);
+        return;
+    end if;
+    pool := late.pool;
     choice := sift._reranker_choice(cols, ks);
     return query
     select * from sift._hits(cols, ks, pool,
@@ -31,7 +82,8 @@ begin
                              match_count, null, choice.alias, choice.refused, search.query_text);
 end;
 $$;
-comment on function sift.search(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[]) is
+comment on function sift.search(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[],
+    @extschema:vector@.vector[]) is
     'Hybrid search in one statement: dense (pgvector HNSW, or exact for small collections) and '
     'lexical (BM25 over the stored tsvector, each document in its language; OR over terms, '
     '"phrases" lift and -words lower the chunks that hold them, or with quoted_text require are '
@@ -48,7 +100,11 @@ comment on function sift.search(text, text, @extschema:vector@.vector, integer, 
     'alone never calls out) and rerank_refused (why none can, when one was asked for). knobs => ''{"dense_weight": 0.3, "mmr_lambda": null}'' overrides '
     'the collections'' settings for this call (null = off; sift.knobs() lists them; '
     '''{"preset": "pgvector"}'' gives exactly pgvector''s order). collections => array[...] searches '
-    'several collections of the tenant as one pool. Read-only (runs on a hot standby).';
+    'several collections of the tenant as one pool. query_tokens => the question''s token vectors '
+    '(a late-interaction model''s): MaxSim reranks the fused top late_interaction_top_n against '
+    'the chunks'' token vectors (sift.maxsim; late_interaction_score), the rest and chunks '
+    'without token vectors behind in fused order, and no hosted reranker is called. Read-only '
+    '(runs on a hot standby).';
 
 
 create or replace function sift.explain(
@@ -59,7 +115,8 @@ create or replace function sift.explain(
     filter          jsonb default '{}',
     knobs           jsonb default '{}',
     collections     text[] default null,
-    chunk_ids       bigint[] default null)
+    chunk_ids       bigint[] default null,
+    query_tokens    @extschema:vector@.vector[] default null)
 returns setof sift.explanation
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -68,21 +125,24 @@ declare
     cols sift.collections[] := sift._collections(explain.collection, explain.collections);
     ks   sift.knob_set[] := sift._resolve_all(cols, explain.knobs);
     pool sift.candidate[];
+    late record;
 begin
     perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
     if cardinality(explain.chunk_ids) > 1000 then
         raise exception 'chunk_ids has % ids; explain looks at most 1,000 up', cardinality(explain.chunk_ids)
             using errcode = 'SF003';
     end if;
-    pool := array(select c from sift._candidates(cols, ks, query_text, query_embedding, match_count, filter) c
-                  order by c.fused_rank);
+    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens);
+    pool := late.pool;
     return query
     with p as (
         select * from unnest(pool)
     ), f as materialized (
         select *
-        from sift._finalize(cols, ks, array(select p.chunk_id from p order by p.fused_rank),
-                            array(select p.score from p order by p.fused_rank), match_count, null, true) x
+        from sift._finalize(cols, ks,
+                            coalesce(late.ids, array(select p.chunk_id from p order by p.fused_rank)),
+                            coalesce(late.scores, array(select p.score from p order by p.fused_rank)),
+                            match_count, case when late.ids is not null then 'maxsim' end, true) x
     ), summary as (
         select bool_or(f.threshold_applied) as threshold_applied, max(f.below_threshold) as below_threshold,
                max(f.threshold_skipped) as threshold_skipped
@@ -94,7 +154,8 @@ begin
                f.recency_factor, f.boost,
                f.cap_status, f.mmr_similarity, f.mmr_penalty, f.final_rank, f.position,
                f.threshold_applied, f.below_threshold, f.threshold_skipped, f.merged,
-               f.matched_chunk_ids, f.merged_into, f.language, f.language_factor, p.lexical_exact
+               f.matched_chunk_ids, f.merged_into, f.language, f.language_factor, p.lexical_exact,
+               p.late_interaction_score
         from p
         join f on f.chunk_id = p.chunk_id
         union all
@@ -125,7 +186,8 @@ begin
                sift._language(d.language), null::double precision,
                case when 'lexical' = any (plan.legs)
                     then coalesce((select pg_catalog.bool_and(q.lexical_exact) from p q
-                                   where q.collection_name = (cols[i]).name::text), true) end
+                                   where q.collection_name = (cols[i]).name::text), true) end,
+               null::double precision
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary
@@ -146,7 +208,7 @@ begin
            r.recency_factor, r.boost, r.cap_status, r.mmr_similarity, r.mmr_penalty, r.final_rank,
            r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped,
            k.section_id, r.merged, r.matched_chunk_ids, r.merged_into, r.language, r.language_factor,
-           r.lexical_configs, r.lexical_exact
+           r.lexical_configs, r.lexical_exact, r.late_interaction_score
     from rows r
     cross join lateral (select k.ordinal, k.section_id from sift.chunks k where k.chunk_id = r.chunk_id) k
     cross join lateral (select d.source_uri, d.title from sift.documents d
@@ -154,7 +216,8 @@ begin
     order by r.fused_rank nulls last, r.chunk_id;
 end;
 $$;
-comment on function sift.explain(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[], bigint[]) is
+comment on function sift.explain(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[], bigint[],
+    @extschema:vector@.vector[]) is
     'The candidate view: the whole fused pool behind sift.search with the same arguments, each '
     'chunk''s rank and raw score in every leg, fused score (base_score) and rank, and what each '
     'ranking knob did to it: recency_date and recency_factor, boost, score (after both), '
@@ -164,4 +227,5 @@ comment on function sift.explain(text, text, @extschema:vector@.vector, integer,
     'merged (the row stands for its whole section), matched_chunk_ids (the passages it took) and '
     'merged_into (the hit a passage was folded into). Pass chunk_ids to also see chunks no leg '
     'retrieved and why (distance, filter, lexical match; cut_by = not_retrieved): "never '
-    'retrieved" versus "ranked too low". Read-only.';
+    'retrieved" versus "ranked too low". With query_tokens, the pool sift.search reranks by '
+    'MaxSim, each row''s late_interaction_score, base_score the score it ranked with. Read-only.';

@@ -384,3 +384,13 @@ def test_run_transfer_sends_the_same_vectors_both_ways(db):
     assert (result["count"], result["dims"], result["binary_bytes"]) == (50, 8, 50 * 36)
     assert result["text_s"] > 0 and result["binary_s"] > 0 and result["text_bytes"] > result["binary_bytes"]
     assert "binary" in bench_ingest.format_transfer(result)
+
+
+def test_run_maxsim_times_the_stage_and_the_search(db):
+    from pgsift import bench_maxsim
+
+    result = bench_maxsim.run_maxsim(db, chunks=30, tokens=5, dims=8, query_tokens=3, top_ns=(5, 20), queries=2)
+    assert [r["top_n"] for r in result["rows"]] == [5, 20] and result["chunks"] == 30
+    assert all(r["maxsim_p50_ms"] > 0 and r["search_late_p50_ms"] > 0 for r in result["rows"])
+    assert "MaxSim" in bench_maxsim.format_table(result)
+    assert db.execute("select count(*) from sift.chunk_tokens").fetchone()[0] == 0   # it cleans up

@@ -196,7 +196,8 @@ def test_search_returns_complete_hits(client):
              "section_id", "token_count", "window_chunk_ids", "window_text", "window_of",
              "language",   # a document without a language
              "snippet",    # snippets are off by default
-             "cursor", "cursor_end"}   # search_page's
+             "cursor", "cursor_end",   # search_page's
+             "late_interaction_score"}   # no query_tokens
     assert all(getattr(top, f.name) is not None for f in dataclasses.fields(Hit) if f.name not in unset)
     assert top.rerank_score is None and result.rerank is None and not result.reranked
     assert (top.source_uri, top.title, top.ordinal, top.content, top.context, top.metadata) == (

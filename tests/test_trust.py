@@ -44,7 +44,8 @@ OWNED = {
                         "(select golden_set_id from sift.golden_sets where collection_id in "
                         "(select collection_id from sift.collections where tenant = %(t)s)))",
 }
-BY_COLLECTION = ("documents", "chunks", "sections", "vector_spaces", "chunk_vectors", "collection_lexical_stats",
+BY_COLLECTION = ("documents", "chunks", "sections", "vector_spaces", "chunk_vectors", "chunk_tokens",
+                 "collection_lexical_stats",
                  "term_df", "term_df_pending",
                  "term_lists", "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets",
                  "eval_runs")
@@ -72,6 +73,8 @@ def tenants(db):
         client.add_vector_space("docs", "alt", dimensions=DIMS)
         todo = client.missing_space_vectors("docs", "alt", limit=30)
         client.write_space_vectors("docs", "alt", [t[0] for t in todo], [np.ones(DIMS)] * len(todo))
+        # Token vectors for late interaction on some chunks of every tenant.
+        client.write_token_vectors("docs", {t[0]: np.ones((2, 4)) * (t_i + 1) for t in todo[:10]})
         with client.transaction() as conn:
             conn.execute("select sift.refresh_lexical_stats('docs', min_df => 2, list_size => 5)")
             conn.execute("select sift.register_reranker('rr', 'tei', base_url => 'http://127.0.0.1:9/', "
@@ -195,6 +198,21 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                          [name, chunk_ids[:1], [vec]])),
         ("write_space_vectors_own", one("select sift.write_space_vectors('docs', 'alt', %s, %s::vector[])",
                                         [chunk_ids[:2], [vec, vec]])),
+        ("write_token_vectors", one("select sift.write_token_vectors(%s, %s, %s::vector[])",
+                                    [name, chunk_ids[:1], ["[1,1,1,1]"]])),
+        ("write_token_vectors_own", one("select sift.write_token_vectors('docs', %s, %s::vector[])",
+                                        [chunk_ids[:2], ["[1,1,1,1]", "[1,1,1,1]"]])),
+        ("delete_token_vectors", one("select sift.delete_token_vectors(%s)", [name])),
+        ("delete_token_vectors_own", one("select sift.delete_token_vectors('docs', %s)", [chunk_ids])),
+        ("maxsim", rows("select * from sift.maxsim(%s, %s, %s::vector[])", [name, chunk_ids[:3], ["[1,1,1,1]"]])),
+        ("maxsim_own", rows("select * from sift.maxsim('docs', %s, %s::vector[])", [chunk_ids[:3], ["[1,1,1,1]"]])),
+        ("search_tokens", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector, "
+                               "query_tokens => %s::vector[])", [name, vec, ["[1,1,1,1]"]])),
+        ("insert chunk tokens", one("insert into sift.chunk_tokens (chunk_id, collection_id, tokens, dimensions, "
+                                    "token_count) values (%s, 0, array['[1,1,1,1]'::public.halfvec], 0, 0) "
+                                    "returning chunk_id", [chunk_ids[0]])),
+        ("update chunk tokens", one("update sift.chunk_tokens set tokens = tokens where chunk_id = any(%s) "
+                                    "returning chunk_id", [chunk_ids])),
         ("switch_vector_space", one("select * from sift.switch_vector_space(%s, 'alt')", [name])),
         ("drop_vector_space", one("select sift.drop_vector_space(%s, 'alt')", [name])),
         ("ensure_dense_indexes", rows("select * from sift.ensure_dense_indexes() as index_name")),

@@ -110,6 +110,40 @@ def search_params(collection: Any, query: Any, embedding: Any, top_k: Any, filte
             "match_count": check_top_k(top_k), "filter": filter_json(filter), "knobs": knobs_json(knobs)}
 
 
+# Late interaction: a chunk stores 1 to 2,048 token vectors, a question gives 1 to 256, each
+# in half precision in the database (so a value beyond its range is refused here, named).
+MAX_CHUNK_TOKENS = 2048
+MAX_QUERY_TOKENS = 256
+_HALF_MAX = 65504.0
+
+
+def token_vectors(vectors: Any, what: str, most: int) -> list[Vec]:
+    """A multivector (one vector per token) checked: 1 to `most` vectors of one size, each
+    finite and within half precision's range; the error names `what` and the token."""
+    if isinstance(vectors, np.ndarray):
+        if vectors.ndim != 2:
+            raise InvalidArgument(f"{what} must be a 2-d array (tokens x dimensions), got shape {vectors.shape}")
+        vectors = list(vectors)
+    if isinstance(vectors, (str, bytes)) or not isinstance(vectors, Sequence):
+        raise InvalidArgument(f"{what} must be a sequence of vectors, one per token")
+    if not 1 <= len(vectors) <= most:
+        raise InvalidArgument(f"{what} has {len(vectors)} token vectors; 1 to {most:,} are taken")
+    out = [vec(v, f"token {i} of {what}") for i, v in enumerate(vectors)]
+    sizes = sorted({len(v.to_list()) for v in out})
+    if len(sizes) > 1:
+        raise InvalidArgument(f"the token vectors of {what} differ in size ({', '.join(map(str, sizes))})")
+    for i, v in enumerate(out):
+        if np.abs(v.to_numpy()).max() > _HALF_MAX:
+            raise InvalidArgument(f"token {i} of {what} has a value beyond half precision's range (65,504)")
+    return out
+
+
+def late_params(params: dict[str, Any], query_tokens: Any) -> dict[str, Any]:
+    """search_params plus the question's token vectors (None: no late interaction)."""
+    tokens = None if query_tokens is None else token_vectors(query_tokens, "query_tokens", MAX_QUERY_TOKENS)
+    return {**params, "query_tokens": tokens}
+
+
 def page_params(params: dict[str, Any], cursor: Any) -> dict[str, Any]:
     """search_params plus the cursor of a paged search (top_k is the page size, 1 to 1,000)."""
     if not 1 <= params["match_count"] <= 1000:
@@ -211,7 +245,7 @@ def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, 
 
 # -- writing documents ----------------------------------------------------------------
 
-Row = tuple[int, str, str | None, int | None, Vec, int | None]
+Row = tuple[int, str, str | None, int | None, Vec, int | None, list[Vec] | None]
 Batch = list[tuple[Document, dict[str, Any], list[Row]]]
 
 
@@ -231,7 +265,9 @@ def document_rows(collection: Collection, doc: Document) -> tuple[dict[str, Any]
                                               and 0 <= chunk.section < len(doc.sections)):
             raise InvalidArgument(f"the section of {where} is {chunk.section!r}; the document has "
                                   f"{len(doc.sections)} section(s)")
-        rows.append((ordinal, content, context, chunk.token_count, vector, chunk.section))
+        tokens = None if chunk.token_vectors is None else token_vectors(
+            chunk.token_vectors, f"the token vectors of {where}", MAX_CHUNK_TOKENS)
+        rows.append((ordinal, content, context, chunk.token_count, vector, chunk.section, tokens))
     params = {
         "collection_id": collection.collection_id, "source_uri": uri,
         "title": None if doc.title is None else check_text(doc.title, f"the title of {uri!r}"),
@@ -293,13 +329,60 @@ def chunk_arrays(document_ids: list[int], batch: Batch,
     columns: dict[str, list[Any]] = {k: [] for k in keys}
     for doc_id, (_, _, rows) in zip(document_ids, batch, strict=True):
         for row in rows:
-            for key, value in zip(keys, (doc_id, *row), strict=True):
+            for key, value in zip(keys, (doc_id, *row[:6]), strict=True):
                 columns[key].append(value)
             if len(columns["ordinals"]) == per_statement:
                 yield columns
                 columns = {k: [] for k in keys}
     if columns["ordinals"]:
         yield columns
+
+
+# Token vectors per sift.write_token_vectors statement (a chunk's are never split: a
+# statement replaces the tokens of the chunks it names).
+TOKENS_PER_STATEMENT = 50000
+
+
+def token_arrays(chunk_ids: Mapping[tuple[int, int], int], document_ids: list[int], batch: Batch,
+                 per_statement: int = TOKENS_PER_STATEMENT) -> Iterator[dict[str, list[Any]]]:
+    """A batch's token vectors as sift.write_token_vectors' flat arrays (chunk_ids looked up
+    by (document id, ordinal)), whole chunks at a time, about `per_statement` vectors each."""
+    ids: list[int] = []
+    vectors: list[Vec] = []
+    for doc_id, (_, _, rows) in zip(document_ids, batch, strict=True):
+        for row in rows:
+            tokens = row[6]
+            if tokens is None:
+                continue
+            if ids and len(ids) + len(tokens) > per_statement:
+                yield {"chunk_ids": ids, "token_vectors": vectors}
+                ids, vectors = [], []
+            ids += [chunk_ids[(doc_id, row[0])]] * len(tokens)
+            vectors += tokens
+    if ids:
+        yield {"chunk_ids": ids, "token_vectors": vectors}
+
+
+def chunk_token_params(collection: Any, tokens: Mapping[int, Any]) -> list[dict[str, Any]]:
+    """write_token_vectors' statements for {chunk_id: its token vectors}, checked."""
+    name = check_text(collection, "collection")
+    if not isinstance(tokens, Mapping):
+        raise InvalidArgument("tokens must be a mapping of chunk id to that chunk's token vectors")
+    out: list[dict[str, Any]] = []
+    ids: list[int] = []
+    vectors: list[Vec] = []
+    for chunk_id, given in tokens.items():
+        if not isinstance(chunk_id, int) or isinstance(chunk_id, bool):
+            raise InvalidArgument(f"tokens is keyed by chunk id (int), got {chunk_id!r}")
+        checked = token_vectors(given, f"the token vectors of chunk {chunk_id}", MAX_CHUNK_TOKENS)
+        if ids and len(ids) + len(checked) > TOKENS_PER_STATEMENT:
+            out.append({"collection": name, "chunk_ids": ids, "token_vectors": vectors})
+            ids, vectors = [], []
+        ids += [chunk_id] * len(checked)
+        vectors += checked
+    if ids:
+        out.append({"collection": name, "chunk_ids": ids, "token_vectors": vectors})
+    return out
 
 
 def batches(collection: Collection, documents: Iterable[Document], size: int,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -37,6 +37,7 @@ from .models import (
     Explanation,
     Hit,
     Knob,
+    MaxSimScore,
     Page,
     ReembedReport,
     Reranked,
@@ -251,6 +252,35 @@ class AsyncClient:
         rows = await self._rows([(q.WRITE_SPACE_VECTORS, params)])
         return int(rows[0][0])
 
+    # -- late interaction ----------------------------------------------------------------------
+
+    async def write_token_vectors(self, collection: str, tokens: Mapping[int, Any]) -> int:
+        """Write (or replace) chunks' token vectors for late interaction, {chunk_id: one vector
+        per token} (1 to 2,048 of one size a chunk, the collection's), in one transaction;
+        returns how many chunks got theirs (a chunk deleted meanwhile is skipped)."""
+        statements = calls.chunk_token_params(collection, tokens)
+        written = 0
+        async with self.transaction() as conn:
+            for params in statements:
+                row = await (await conn.execute(q.WRITE_TOKEN_VECTORS, params, prepare=False)).fetchone()
+                written += int(row[0]) if row else 0
+        return written
+
+    async def delete_token_vectors(self, collection: str, chunk_ids: Sequence[int] | None = None) -> int:
+        """Delete the token vectors of these chunks (None: the whole collection's); returns how
+        many chunks lost theirs."""
+        params = {"collection": calls.check_text(collection, "collection"),
+                  "chunk_ids": None if chunk_ids is None else [int(i) for i in chunk_ids]}
+        return int((await self._rows([(q.DELETE_TOKEN_VECTORS, params)]))[0][0])
+
+    async def maxsim(self, collection: str, chunk_ids: Sequence[int], query_tokens: Any) -> list[MaxSimScore]:
+        """Late-interaction scores of chunks (sift.maxsim): the scored best first, then those
+        without token vectors in the order given (score None)."""
+        params = {"collection": calls.check_text(collection, "collection"),
+                  "chunk_ids": [int(i) for i in chunk_ids],
+                  "query_tokens": calls.token_vectors(query_tokens, "query_tokens", calls.MAX_QUERY_TOKENS)}
+        return await self._rows([(q.MAXSIM, params)], MaxSimScore)
+
     async def switch_vector_space(self, collection: str, space: str) -> None:
         """Search and write `space` from now on (one statement); SpaceIncomplete, with the count,
         while chunks lack a vector in it."""
@@ -392,6 +422,13 @@ class AsyncClient:
             await conn.execute(q.WRITE_SECTIONS, sections, prepare=False)
         for arrays in calls.chunk_arrays(doc_ids, batch):
             await conn.execute(q.WRITE_CHUNKS, arrays, prepare=False)
+        if any(row[6] is not None for _, _, rows in batch for row in rows):
+            # Token vectors go in with their chunks, in the same transaction.
+            cur2 = await conn.execute(q.CHUNK_IDS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
+            found = await cur2.fetchall()
+            ids = {(int(d), int(o)): int(c) for d, o, c, _ in found}
+            for tokens in calls.token_arrays(ids, doc_ids, batch):
+                await conn.execute(q.WRITE_TOKEN_VECTORS, {"collection": found[0][3], **tokens}, prepare=False)
         return doc_ids
 
     async def replace_documents(self, collection: str, documents: Iterable[Document], *,
@@ -455,7 +492,7 @@ class AsyncClient:
 
     async def search(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                      top_k: int = 10, filter: dict[str, Any] | None = None, context: Any = None,
-                     **knobs: Any) -> SearchResult:
+                     query_tokens: Any = None, **knobs: Any) -> SearchResult:
         """Hybrid search: retrieval, fusion and the ranking knobs in one SQL call (sift.search).
         `collection` is a name, or a list of names of this tenant searched as one pool.
         `embedding` is the query vector (the client's embedder computes it when omitted);
@@ -465,8 +502,13 @@ class AsyncClient:
         widens to rerank_top_n, the reranker scores it (`context`: recent conversation, before
         the reranker's query only) and sift.finalize applies the ranking knobs to its scores.
         Any reranker fault falls back to the fused ranking, logged; `result.rerank` says what
-        happened."""
-        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        happened.
+
+        `query_tokens` (the question's token vectors from a late-interaction model, one per
+        token): MaxSim reranks the fused top late_interaction_top_n in SQL against the chunks'
+        token vectors (`Hit.late_interaction_score`); chunks without them keep their fused
+        order behind. That is this search's rerank: no hosted reranker is called."""
+        params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs), query_tokens)
         hits: list[Hit] = await self._rows([(q.SEARCH, params)], Hit)
         if not hits:
             return SearchResult(hits)
@@ -609,11 +651,12 @@ class AsyncClient:
 
     async def explain(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                       top_k: int = 10, filter: dict[str, Any] | None = None,
-                      chunk_ids: Sequence[int] | None = None, **knobs: Any) -> list[Explanation]:
+                      chunk_ids: Sequence[int] | None = None, query_tokens: Any = None,
+                      **knobs: Any) -> list[Explanation]:
         """The whole candidate pool behind `search` with the same arguments: each leg's rank and
         score, what every ranking knob did, whether it made the cut and why not; `chunk_ids`
-        adds chunks no leg found."""
-        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        adds chunks no leg found; `query_tokens` as in `search` (each row's MaxSim)."""
+        params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs), query_tokens)
         params["chunk_ids"] = [int(i) for i in chunk_ids] if chunk_ids else None
         return await self._rows([(q.EXPLAIN, params)], Explanation)
 

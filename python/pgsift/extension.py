@@ -39,7 +39,8 @@ COMMENT = "hybrid retrieval for RAG: dense + BM25 + fusion as SQL functions (sch
 # Tables whose rows are the users' (and their sequences): dumped by pg_dump with the data.
 USER_TABLES = (
     "collections", "collection_configs", "vector_spaces", "documents", "sections", "chunks", "chunk_vectors",
-    "collection_lexical_stats", "term_df", "term_df_pending", "term_deltas", "term_lists", "term_blocks",
+    "chunk_tokens", "collection_lexical_stats", "term_df", "term_df_pending", "term_deltas", "term_lists",
+    "term_blocks",
     "list_build_plan", "list_build_entries", "rerankers", "rerank_usage", "secret_mappings",
     "allowed_endpoints", "tenant_roles", "golden_sets", "golden_questions", "golden_positives", "eval_runs",
 )
@@ -94,12 +95,25 @@ def _body(after: str | None, root: Path | None) -> str:
         parts.append(f"-- sql/{fn.path.name}\n{executed(fn)}")
     parts.append("delete from sift.schema_functions;\n"
                  f"insert into sift.schema_functions (sha256) values ('{functions_sha256(root)}');")
-    marks = []
-    for table in USER_TABLES:
-        marks.append(f"select pg_catalog.pg_extension_config_dump('sift.{table}', '');")
-    parts.append("-- users' rows and their sequences go into pg_dump\n" + "\n".join(marks) + "\n"
+    parts.append("-- users' rows and their sequences go into pg_dump\n" + _table_marks() + "\n"
                  + _sequence_marks())
     return "\n\n".join(parts) + "\n"
+
+
+def _table_marks() -> str:
+    # Those the version being written has (an older release's tree lacks later tables).
+    tables = ", ".join(f"'{t}'" for t in USER_TABLES)
+    return f"""do $tables$
+declare
+    name text;
+begin
+    foreach name in array array[{tables}] loop
+        if pg_catalog.to_regclass('sift.' || name) is not null then
+            perform pg_catalog.pg_extension_config_dump(('sift.' || name)::regclass, '');
+        end if;
+    end loop;
+end
+$tables$;"""
 
 
 def _sequence_marks() -> str:

@@ -59,13 +59,15 @@ class Section:
 @dataclass
 class Chunk:
     """One chunk to write: its text, its embedding, and optionally a context header, its
-    token count and its section (an index into `Document.sections`)."""
+    token count, its section (an index into `Document.sections`) and its token vectors for
+    late interaction (one vector per token, from a ColBERT-style model; written with it)."""
 
     content: str
     embedding: Vector | None
     context: str | None = None
     token_count: int | None = None
     section: int | None = None
+    token_vectors: Sequence[Vector] | npt.NDArray[Any] | None = None
 
 
 @dataclass
@@ -147,6 +149,9 @@ class Hit:
     # lexical_exact_limit, ran out first; every score is exact, the set may miss a better
     # chunk); None when the leg did not run. The same on every hit of a collection in a call.
     lexical_exact: bool | None = None
+    # MaxSim of the question's token vectors against the chunk's (a search with query_tokens);
+    # None without them, for a chunk without token vectors or past late_interaction_top_n.
+    late_interaction_score: float | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
 
@@ -179,6 +184,8 @@ class Candidate:
     # Whether the lexical leg's top n is proven exact (False: its budget ran out first); None:
     # the leg did not run.
     lexical_exact: bool | None = None
+    # MaxSim against the question's token vectors (sift.search with query_tokens), else None.
+    late_interaction_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +232,19 @@ class Explanation:
     # Whether the lexical leg's top n is proven exact (False: its budget ran out first); None:
     # the leg did not run.
     lexical_exact: bool | None = None
+    # MaxSim against the question's token vectors (explain with query_tokens), else None.
+    late_interaction_score: float | None = None
+
+
+@dataclass(frozen=True)
+class MaxSimScore:
+    """One row of sift.maxsim: a chunk's late-interaction score (None when it has no token
+    vectors: it keeps its given place behind the scored ones) and its rank."""
+
+    chunk_id: int
+    rank: int
+    score: float | None
+    token_count: int
 
 
 @dataclass(frozen=True)

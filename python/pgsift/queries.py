@@ -211,6 +211,30 @@ select sift.write_space_vectors(collection => %(collection)s::text, space => %(s
                                 chunk_ids => %(chunk_ids)s::bigint[], embeddings => %(embeddings)b)
 """
 
+# -- late interaction --------------------------------------------------------------------------
+
+WRITE_TOKEN_VECTORS = """
+select sift.write_token_vectors(collection => %(collection)s::text, chunk_ids => %(chunk_ids)s::bigint[],
+                                token_vectors => %(token_vectors)b)
+"""
+
+DELETE_TOKEN_VECTORS = """
+select sift.delete_token_vectors(collection => %(collection)s::text, chunk_ids => %(chunk_ids)s::bigint[])
+"""
+
+MAXSIM = _select(models.MaxSimScore, "sift.maxsim", """
+    collection => %(collection)s::text,
+    chunk_ids => %(chunk_ids)s::bigint[],
+    query_tokens => %(query_tokens)s""")
+
+# The ids of the chunks a batch just wrote, by (document, ordinal), and their collection's
+# name, for their token vectors.
+CHUNK_IDS_OF_DOCUMENTS = """
+select k.document_id, k.ordinal, k.chunk_id, c.name
+from sift.chunks k join sift.collections c on c.collection_id = k.collection_id
+where k.document_id = any (%(document_ids)s::bigint[])
+"""
+
 SWITCH_VECTOR_SPACE = """
 select name from sift.switch_vector_space(collection => %(collection)s::text, space => %(space)s::text)
 """
@@ -228,7 +252,7 @@ _SEARCH_ARGS = """
     filter => %(filter)s::jsonb,
     knobs => %(knobs)s::jsonb"""
 
-SEARCH = _select(models.Hit, "sift.search", _SEARCH_ARGS)
+SEARCH = _select(models.Hit, "sift.search", _SEARCH_ARGS + ", query_tokens => %(query_tokens)s")
 
 SEARCH_PAGE = _select(models.Hit, "sift.search_page", """
     collection => %(collection)s::text,
@@ -243,7 +267,8 @@ SEARCH_PAGE = _select(models.Hit, "sift.search_page", """
 CANDIDATES = sql.SQL("{} order by fused_rank, chunk_id").format(
     _select(models.Candidate, "sift.candidates", _SEARCH_ARGS))
 
-EXPLAIN = _select(models.Explanation, "sift.explain", _SEARCH_ARGS + ", chunk_ids => %(chunk_ids)s::bigint[]")
+EXPLAIN = _select(models.Explanation, "sift.explain",
+                  _SEARCH_ARGS + ", chunk_ids => %(chunk_ids)s::bigint[], query_tokens => %(query_tokens)s")
 
 RESOLVE_SECTIONS = _select(models.ResolvedSection, "sift.resolve_sections",
                            "chunk_ids => %(chunk_ids)s::bigint[], skip_missing => %(skip_missing)s::boolean")

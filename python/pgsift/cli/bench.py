@@ -1,5 +1,5 @@
 """`pgsift bench quality|scale|finalize|fusion|ingest|vectors|rls|compare|structure|languages|snippets|reembed|
-pages`: the benchmarks, each on a migrated database."""
+pages|maxsim`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -88,6 +88,13 @@ def cmd_bench_snippets(args: argparse.Namespace) -> int:
     from .. import bench_snippets
     return _bench(args, bench_snippets, lambda conn: bench_snippets.run_snippets(
         conn, Path(args.dataset), queries=args.queries))
+
+
+def cmd_bench_maxsim(args: argparse.Namespace) -> int:
+    from .. import bench_maxsim
+    return _bench(args, bench_maxsim, lambda conn: bench_maxsim.run_maxsim(
+        conn, chunks=args.chunks, tokens=args.tokens, dims=args.dims, query_tokens=args.query_tokens,
+        top_ns=tuple(args.top_n), queries=args.queries))
 
 
 def cmd_bench_reembed(args: argparse.Namespace) -> int:
@@ -197,6 +204,16 @@ def register(sub: Any) -> None:
     q.add_argument("--queries", type=int, default=100, help="queries, the first of the split (default 100)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_snippets)
+
+    q = add_command(bench_sub, "maxsim", "what the late-interaction (MaxSim) rerank costs at N = 50 and 100")
+    q.add_argument("--chunks", type=int, default=500, help="chunks of the synthetic collection (default 500)")
+    q.add_argument("--tokens", type=int, default=200, help="token vectors per chunk (default 200)")
+    q.add_argument("--dims", type=int, default=128, help="dimensions of a token vector (default 128)")
+    q.add_argument("--query-tokens", type=int, default=32, help="token vectors per question (default 32)")
+    q.add_argument("--top-n", type=int, nargs="+", default=[50, 100], help="late_interaction_top_n values (50 100)")
+    q.add_argument("--queries", type=int, default=50, help="questions per N (default 50)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_maxsim)
 
     q = add_command(bench_sub, "pages", "what a page of search_page costs against a plain search")
     q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
