@@ -36,6 +36,20 @@ comment on column sift.chunk_tokens.dimensions is
 comment on column sift.chunk_tokens.token_count is 'How many token vectors (1 to 2,048).';
 comment on column sift.chunk_tokens.written_at is 'When they were written.';
 
+-- A collection's token size: one row, so concurrent writers agree on it (the
+-- first write inserts it; writers lock it for share, a full delete for update).
+create table sift.chunk_token_sizes (
+    collection_id bigint primary key references sift.collections on delete cascade,
+    dimensions    integer not null,
+    constraint chunk_token_sizes_dimensions check (dimensions between 1 and 4000)
+);
+alter table sift.chunk_token_sizes enable row level security;
+comment on table sift.chunk_token_sizes is
+    'The size of a collection''s token vectors (sift.chunk_tokens): set by its first write, gone '
+    'when sift.delete_token_vectors removes the last of them.';
+comment on column sift.chunk_token_sizes.collection_id is 'The collection.';
+comment on column sift.chunk_token_sizes.dimensions is 'Dimensions of every token vector of the collection.';
+
 create domain sift.late_interaction_top_n as integer
     constraint late_interaction_top_n_range check (value between 1 and 200);
 

@@ -13,8 +13,7 @@ returns integer
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- The collection's token size: every row has it (the write trigger), so any one tells.
-    select t.dimensions from sift.chunk_tokens t where t.collection_id = _token_dims.collection_id limit 1
+    select s.dimensions from sift.chunk_token_sizes s where s.collection_id = _token_dims.collection_id
 $$;
 comment on function sift._token_dims(bigint) is
     'Internal: the size of a collection''s token vectors (null: it has none).';
@@ -56,11 +55,20 @@ begin
             using errcode = 'SF002';
     end if;
     new.dimensions := sizes[1];
-    select t.dimensions into have
-    from sift.chunk_tokens t
-    where t.collection_id = new.collection_id and t.chunk_id <> new.chunk_id
-    limit 1;
-    if have is not null and have <> new.dimensions then
+    if new.dimensions > 4000 then
+        raise exception 'the token vectors of chunk % have % dimensions; at most 4,000 are stored',
+            new.chunk_id, new.dimensions using errcode = 'SF003';
+    end if;
+    -- The collection's size: the first write sets it; every writer then holds
+    -- it (for share) until it commits, so a full delete cannot clear it under
+    -- a writer, and two sizes never both get in.
+    insert into sift.chunk_token_sizes (collection_id, dimensions)
+    values (new.collection_id, new.dimensions)
+    on conflict (collection_id) do nothing;
+    select s.dimensions into have
+    from sift.chunk_token_sizes s where s.collection_id = new.collection_id
+    for share;
+    if have <> new.dimensions then
         raise exception 'the token vectors of chunk % have % dimensions; collection "%" holds token vectors of %',
             new.chunk_id, new.dimensions, (select c.name from sift.collections c where c.collection_id = new.collection_id),
             have
@@ -103,22 +111,22 @@ begin
     if exists (select 1 from unnest(chunk_ids, token_vectors) as u(id, v) where u.id is null or u.v is null) then
         raise exception 'write_token_vectors: a chunk id or a token vector is null' using errcode = 'SF003';
     end if;
-    -- A collection's first token vectors set its token size: writers that
-    -- find none wait for one another, so two sizes never both get in.
-    if sift._token_dims(col.collection_id) is null then
-        perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('sift.chunk_tokens', col.collection_id));
-    end if;
     -- A chunk deleted meanwhile (a re-crawl during a backfill) is skipped; the
     -- row lock keeps the others in place until their tokens are in.
-    insert into sift.chunk_tokens (chunk_id, collection_id, tokens, dimensions, token_count)
-    select g.id, 0, g.toks, 0, 0
-    from (select u.id, pg_catalog.array_agg(u.v::@extschema:vector@.halfvec order by u.o) as toks
-          from unnest(chunk_ids, token_vectors) with ordinality as u(id, v, o)
-          group by u.id) g
-    join (select c.chunk_id from sift.chunks c
-          where c.chunk_id = any (chunk_ids) and c.collection_id = col.collection_id
-          for key share) k on k.chunk_id = g.id
-    on conflict (chunk_id) do update set tokens = excluded.tokens;
+    begin
+        insert into sift.chunk_tokens (chunk_id, collection_id, tokens, dimensions, token_count)
+        select g.id, 0, g.toks, 0, 0
+        from (select u.id, pg_catalog.array_agg(u.v::@extschema:vector@.halfvec order by u.o) as toks
+              from unnest(chunk_ids, token_vectors) with ordinality as u(id, v, o)
+              group by u.id) g
+        join (select c.chunk_id from sift.chunks c
+              where c.chunk_id = any (chunk_ids) and c.collection_id = col.collection_id
+              for key share) k on k.chunk_id = g.id
+        on conflict (chunk_id) do update set tokens = excluded.tokens;
+    exception when numeric_value_out_of_range then
+        raise exception 'token_vectors has a value beyond half precision''s range (65,504)'
+            using errcode = 'SF003';
+    end;
     get diagnostics written = row_count;
     if written < (select count(distinct u.id) from unnest(chunk_ids) as u(id)) and exists (
         select 1 from unnest(chunk_ids) as u(id)
@@ -146,10 +154,16 @@ declare
     col     sift.collections := sift._collection(delete_token_vectors.collection);
     deleted integer;
 begin
+    -- Locked first: writers hold it for share until they commit, so the
+    -- count below sees every token row written before it is cleared.
+    perform 1 from sift.chunk_token_sizes s where s.collection_id = col.collection_id for update;
     delete from sift.chunk_tokens t
     where t.collection_id = col.collection_id
       and (delete_token_vectors.chunk_ids is null or t.chunk_id = any (delete_token_vectors.chunk_ids));
     get diagnostics deleted = row_count;
+    delete from sift.chunk_token_sizes s
+    where s.collection_id = col.collection_id
+      and not exists (select 1 from sift.chunk_tokens t where t.collection_id = col.collection_id);
     return deleted;
 end;
 $$;
@@ -192,6 +206,8 @@ begin
         end if;
     end loop;
     return query_tokens::@extschema:vector@.halfvec[];
+exception when numeric_value_out_of_range then
+    raise exception 'query_tokens has a value beyond half precision''s range (65,504)' using errcode = 'SF003';
 end;
 $$;
 comment on function sift._query_tokens(sift.collections[], @extschema:vector@.vector[]) is
@@ -242,8 +258,8 @@ as $$
         from sift._maxsim_scores(array(select p.id from p where p.o <= top_n), query_tokens) m
     ), ranked as (
         select p.id, p.o, s.raw, s.score,
-               pg_catalog.row_number() over (order by s.score desc nulls last,
-                                                      case when s.score is not null then p.id end, p.o) as place
+               pg_catalog.row_number() over (order by s.raw desc nulls last,
+                                                      case when s.raw is not null then p.id end, p.o) as place
         from p left join s on s.chunk_id = p.id
     ), fl as (
         select pg_catalog.min(s.score) as lowest, (select pg_catalog.count(*) from p) - pg_catalog.count(*) as m,

@@ -5,7 +5,7 @@
 create or replace function sift._late_pool(
     cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
     match_count integer, filter jsonb, query_tokens @extschema:vector@.vector[],
-    out pool sift.candidate[], out ids bigint[], out scores double precision[])
+    out pool sift.candidate[], out ids bigint[], out scores double precision[], out scored_by text)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -15,8 +15,11 @@ declare
     raws  double precision[];
 begin
     -- The fused pool, in fused order; with query tokens it is at least the
-    -- late_interaction_top_n that MaxSim rescores (ids and scores: the order
-    -- and scores it ranks with; null when no chunk of it has token vectors).
+    -- late_interaction_top_n that MaxSim rescores, and ids and scores are the
+    -- order and scores it ranks with (the fused ones when no chunk of it has
+    -- token vectors; null without query tokens). scored_by is maxsim only
+    -- when every chunk of the pool was scored: a threshold calibrated for it
+    -- never judges the stand-in scores of the others.
     if toks is not null then
         top_n := (select pg_catalog.max((knobs[i]).late_interaction_top_n) from generate_subscripts(knobs, 1) as i);
     end if;
@@ -31,7 +34,12 @@ begin
     into ids, scores, raws
     from sift._late_order(array(select c.chunk_id from unnest(pool) c order by c.fused_rank), toks, top_n) o;
     if ids is null then
+        ids := array(select c.chunk_id from unnest(pool) c order by c.fused_rank);
+        scores := array(select c.score from unnest(pool) c order by c.fused_rank);
         return;
+    end if;
+    if pg_catalog.array_position(raws, null) is null then
+        scored_by := 'maxsim';
     end if;
     for i in 1 .. cardinality(pool) loop
         pool[i].late_interaction_score := raws[pg_catalog.array_position(ids, pool[i].chunk_id)];
@@ -67,10 +75,10 @@ begin
     perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
     late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens);
     if late.ids is not null then
-        -- Reranked by MaxSim in SQL: the rerank of this search (no hosted call).
+        -- With query tokens, MaxSim in SQL is this search's rerank (no hosted call).
         return query
-        select * from sift._hits(cols, ks, late.pool, late.ids, late.scores, match_count, 'maxsim', null, null,
-                                 search.query_text);
+        select * from sift._hits(cols, ks, late.pool, late.ids, late.scores, match_count, late.scored_by, null,
+                                 null, search.query_text);
         return;
     end if;
     pool := late.pool;
@@ -142,7 +150,7 @@ begin
         from sift._finalize(cols, ks,
                             coalesce(late.ids, array(select p.chunk_id from p order by p.fused_rank)),
                             coalesce(late.scores, array(select p.score from p order by p.fused_rank)),
-                            match_count, case when late.ids is not null then 'maxsim' end, true) x
+                            match_count, late.scored_by, true) x
     ), summary as (
         select bool_or(f.threshold_applied) as threshold_applied, max(f.below_threshold) as below_threshold,
                max(f.threshold_skipped) as threshold_skipped

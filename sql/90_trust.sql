@@ -80,6 +80,9 @@ select sift._ensure_policy('sift.vector_spaces', 'tenant_rows',
 select sift._ensure_policy('sift.chunk_vectors', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.chunk_token_sizes', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
 select sift._ensure_policy('sift.chunk_tokens', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
@@ -146,7 +149,7 @@ revoke execute on function sift._ensure_space_index(bigint, name), sift._drop_or
 grant execute on function sift._ensure_space_index(bigint, name), sift._drop_orphan_indexes(text) to sift_admin;
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
-    sift.vector_spaces, sift.chunk_vectors, sift.chunk_tokens,
+    sift.vector_spaces, sift.chunk_vectors, sift.chunk_tokens, sift.chunk_token_sizes,
     sift.language_configs, sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs,
@@ -160,7 +163,7 @@ grant insert on sift.rerank_usage to sift_reader;
 grant select on sift.tenant_roles to sift_gateway;
 
 grant insert, update, delete on sift.documents, sift.chunks, sift.sections, sift.collection_configs,
-    sift.chunk_vectors, sift.chunk_tokens,
+    sift.chunk_vectors, sift.chunk_tokens, sift.chunk_token_sizes,
     sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs

@@ -45,7 +45,7 @@ OWNED = {
                         "(select collection_id from sift.collections where tenant = %(t)s)))",
 }
 BY_COLLECTION = ("documents", "chunks", "sections", "vector_spaces", "chunk_vectors", "chunk_tokens",
-                 "collection_lexical_stats",
+                 "chunk_token_sizes", "collection_lexical_stats",
                  "term_df", "term_df_pending",
                  "term_lists", "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets",
                  "eval_runs")
@@ -206,6 +206,12 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("delete_token_vectors_own", one("select sift.delete_token_vectors('docs', %s)", [chunk_ids])),
         ("maxsim", rows("select * from sift.maxsim(%s, %s, %s::vector[])", [name, chunk_ids[:3], ["[1,1,1,1]"]])),
         ("maxsim_own", rows("select * from sift.maxsim('docs', %s, %s::vector[])", [chunk_ids[:3], ["[1,1,1,1]"]])),
+        ("explain_tokens", rows("select * from sift.explain('docs', 'alpha', %s::text::public.vector, "
+                                "chunk_ids => %s, query_tokens => %s::vector[])", [vec, chunk_ids, ["[1,1,1,1]"]])),
+        ("search_several_tokens", rows("select * from sift.search(collections => array[%s, 'docs'], "
+                                       "query_text => 'alpha', query_tokens => %s::vector[])", [name, ["[1,1,1,1]"]])),
+        ("insert token size", one("insert into sift.chunk_token_sizes (collection_id, dimensions) values (%s, 9) "
+                                  "returning collection_id", [col_id])),
         ("search_tokens", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector, "
                                "query_tokens => %s::vector[])", [name, vec, ["[1,1,1,1]"]])),
         ("insert chunk tokens", one("insert into sift.chunk_tokens (chunk_id, collection_id, tokens, dimensions, "
