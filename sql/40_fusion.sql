@@ -39,6 +39,70 @@ comment on function sift.rrf(bigint[], bigint[], double precision, double precis
     'must surface.';
 
 
+create or replace function sift._fuse(
+    names   text[],
+    weights double precision[],
+    leg_of  integer[],
+    ids     bigint[],
+    raws    double precision[],
+    higher  boolean[],
+    method  text,
+    rrf_k   double precision)
+returns table (chunk_id bigint, score double precision, fused_rank integer, ranks integer[], details jsonb)
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+-- At most (legs x n) rows: a pool, never the 1,000 a function is guessed at.
+rows 100
+as $$
+    -- N legs given flat: entry i is chunk ids[i] of leg leg_of[i] (an index
+    -- into names and weights) with its raw score raws[i]; a leg's entries
+    -- come in its rank order. higher[leg]: whether a larger raw is better (a
+    -- BM25 score) or a smaller one (a distance). Each entry contributes
+    -- weight x its normalised score; a leg that lacks a chunk gives it 0.
+    with e as (
+        select u.id, u.leg, u.raw,
+               (pg_catalog.row_number() over (partition by u.leg order by u.o))::integer as r,
+               case when higher[u.leg] then u.raw else -u.raw end as s
+        from unnest(ids, leg_of, raws) with ordinality as u(id, leg, raw, o)
+    ), stats as (
+        select e.leg, pg_catalog.avg(e.s) as mu, coalesce(pg_catalog.stddev_pop(e.s), 0) as sigma,
+               pg_catalog.min(e.s) as lo, pg_catalog.max(e.s) as hi
+        from e group by e.leg
+    ), c as (
+        -- Subnormal weights count as 0: float8 arithmetic would underflow to an error.
+        select e.id, e.leg, e.r, e.raw,
+               case when weights[e.leg] < 2.2250738585072014e-308 then 0 else weights[e.leg] end as w,
+               case method
+                   when 'rrf' then 1 / (rrf_k + e.r)
+                   when 'convex' then case when st.hi > st.lo then (e.s - st.lo) / (st.hi - st.lo) else 1 end
+                   -- dbsf: [mu - 3 sigma, mu + 3 sigma] onto [0, 1], clipped; one value (sigma 0) is 1.
+                   else case when st.sigma > 0
+                             then least(1, greatest(0, (e.s - (st.mu - 3 * st.sigma)) / (6 * st.sigma)))
+                             else 1 end end as norm
+        from e join stats st on st.leg = e.leg
+    ), j as (
+        select c.id, pg_catalog.sum(c.w * c.norm) as total,
+               pg_catalog.array_agg(c.r order by c.leg) as ranks_by,
+               pg_catalog.array_agg(c.leg order by c.leg) as legs_by,
+               pg_catalog.jsonb_object_agg(names[c.leg], pg_catalog.jsonb_build_object(
+                   'rank', c.r, 'raw', c.raw, 'weight', c.w, 'contribution', c.w * c.norm)) as details
+        from c group by c.id
+    )
+    select j.id, j.total, (pg_catalog.row_number() over (order by j.total desc, j.id))::integer,
+           array(select case when p = any (j.legs_by) then j.ranks_by[pg_catalog.array_position(j.legs_by, p)] end
+                 from pg_catalog.generate_series(1, pg_catalog.cardinality(names)) as p),
+           j.details
+    from j
+    order by 3
+$$;
+comment on function sift._fuse(text[], double precision[], integer[], bigint[], double precision[], boolean[],
+                               text, double precision) is
+    'Internal: fusion of N ranked legs (rrf: w/(k + rank); dbsf: scores normalised by the leg''s '
+    'mean +- 3 standard deviations, clipped to [0, 1]; convex: min-max normalised; summed with '
+    'the legs'' weights), each chunk''s rank in every leg (null where the leg lacks it) and what '
+    'each leg gave it; ties go to the smaller id.';
+
+
 create or replace function sift._legs(
     col sift.collections, knobs sift.knob_set, query_text text, has_embedding boolean,
     out legs text[], out lexical_query tsquery, out lexical_terms text[], out lift tsquery,
@@ -78,7 +142,8 @@ comment on function sift._legs(sift.collections, sift.knob_set, text, boolean) i
 
 create or replace function sift._check_query(
     cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
-    match_count integer, filter jsonb)
+    match_count integer, filter jsonb, spaces text[] default null,
+    space_embeddings @extschema:vector@.vector[] default null, space_weights double precision[] default null)
 returns void
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -105,6 +170,40 @@ begin
     end if;
     -- A malformed filter or an unknown operator: SF003 naming where.
     perform sift.filter_path(filter);
+    -- More spaces' query vectors: one per space, each space once and not the
+    -- one the main dense leg searches, of each collection, of its size.
+    if spaces is not null or space_embeddings is not null or space_weights is not null then
+        if coalesce(cardinality(spaces), 0) <> coalesce(cardinality(space_embeddings), 0)
+           or (space_weights is not null and cardinality(space_weights) <> coalesce(cardinality(spaces), 0)) then
+            raise exception 'spaces, space_embeddings and space_weights need one entry per space (% spaces, '
+                            '% embeddings, % weights)', coalesce(cardinality(spaces), 0),
+                            coalesce(cardinality(space_embeddings), 0), coalesce(cardinality(space_weights), 0)
+                using errcode = 'SF003';
+        end if;
+        if cardinality(spaces) > 8 then
+            raise exception 'at most 8 more spaces a search, got %', cardinality(spaces) using errcode = 'SF003';
+        end if;
+        if exists (select 1 from unnest(spaces, space_embeddings) as u(s, e) where u.s is null or u.e is null)
+           or (select count(distinct u.s) from unnest(spaces) as u(s)) <> cardinality(spaces) then
+            raise exception 'spaces must name each space once, with its query vector (no nulls)'
+                using errcode = 'SF003';
+        end if;
+        if exists (select 1 from unnest(space_weights) as u(w) where u.w is null or not (u.w >= 0 and u.w <= 1000)) then
+            raise exception 'space_weights must be numbers between 0 and 1,000' using errcode = 'SF003';
+        end if;
+        for i in 1 .. coalesce(cardinality(cols), 0) loop
+            for j in 1 .. cardinality(spaces) loop
+                space := sift._space(cols[i], spaces[j]);   -- SF013 for an unknown one
+                if space.name = (sift._space(cols[i], (knobs[i]).dense_space)).name and query_embedding is not null then
+                    raise exception 'space "%" is the one query_embedding searches; name it once', space.name
+                        using errcode = 'SF003';
+                end if;
+                perform sift._check_dims(space.dimensions, space.distance,
+                                         format('vector space "%s" of collection "%s"', space.name, (cols[i]).name),
+                                         space_embeddings[j], format('the query vector of space "%s"', spaces[j]));
+            end loop;
+        end loop;
+    end if;
     if octet_length(query_text) > 1000000 then
         raise exception 'query_text has % bytes; at most 1,000,000 are searched', octet_length(query_text)
             using errcode = 'SF003';
@@ -112,8 +211,8 @@ begin
 end;
 $$;
 comment on function sift._check_query(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector,
-    integer, jsonb) is
-    'Internal: the arguments every search entry point shares, checked once (SF002, SF003, 23514).';
+    integer, jsonb, text[], @extschema:vector@.vector[], double precision[]) is
+    'Internal: the arguments every search entry point shares, checked once (SF002, SF003, SF013, 23514).';
 
 
 create or replace function sift._pool(
@@ -122,7 +221,10 @@ create or replace function sift._pool(
     query_text      text,
     query_embedding @extschema:vector@.vector,
     match_count     integer,
-    filter          jsonb)
+    filter          jsonb,
+    spaces          text[] default null,
+    space_embeddings @extschema:vector@.vector[] default null,
+    space_weights   double precision[] default null)
 returns table (
     chunk_id       bigint,
     document_id    bigint,
@@ -135,7 +237,8 @@ returns table (
     legs           text[],
     lexical_query  text,
     lexical_configs text[],
-    lexical_exact  boolean)
+    lexical_exact  boolean,
+    leg_details    jsonb)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -155,6 +258,13 @@ declare
     lexical_ids bigint[];
     lexical_raw double precision[];
     exact       boolean;
+    extra       sift.vector_spaces;
+    names       text[];
+    weights     double precision[];
+    leg_of      integer[] := '{}';
+    ids         bigint[] := '{}';
+    raws        double precision[] := '{}';
+    higher      boolean[];
 begin
     select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
     into ran, tsq, terms, lift, sink, configs
@@ -184,20 +294,71 @@ begin
         from sift._lexical_leg(col, knobs, tsq, terms, _pool.filter, n, lift, sink) x;
     end if;
 
+    if cardinality(spaces) > 0 or knobs.fusion <> 'rrf' then
+        -- N legs: the main dense one, the lexical one, and one per added
+        -- space's query vector, each its top n inside the filter.
+        names := array['dense', 'lexical'];
+        weights := array[knobs.dense_weight, 1 - knobs.dense_weight];
+        higher := array[false, true];
+        leg_of := array_fill(1, array[coalesce(cardinality(dense_ids), 0)])
+                  || array_fill(2, array[coalesce(cardinality(lexical_ids), 0)]);
+        ids := coalesce(dense_ids, '{}') || coalesce(lexical_ids, '{}');
+        raws := coalesce(dense_raw, '{}') || coalesce(lexical_raw, '{}');
+        for j in 1 .. coalesce(cardinality(spaces), 0) loop
+            extra := sift._space(col, spaces[j]);
+            names := names || extra.name::text;
+            weights := weights || coalesce(space_weights[j], knobs.dense_weight);
+            higher := higher || false;
+            ran := ran || extra.name::text;
+            select ids || coalesce(array_agg(x.chunk_id order by x.rank), '{}'),
+                   raws || coalesce(array_agg(x.distance order by x.rank), '{}'),
+                   leg_of || array_fill(cardinality(names), array[count(*)::integer])
+            into ids, raws, leg_of
+            from sift._dense_leg(array[col.collection_id], extra.dimensions, extra.distance,
+                                 space_embeddings[j], _pool.filter, n, knobs.exact_search_limit,
+                                 case when extra.builtin then null else extra.space_id end,
+                                 extra.dense_precision = 'half',
+                                 case when not sift._space_dedicated(extra) then null
+                                      when extra.builtin then extra.collection_id else extra.space_id end) x;
+        end loop;
+        return query
+        select f.chunk_id, c.document_id, f.ranks[1], dense_raw[f.ranks[1]],
+               f.ranks[2], lexical_raw[f.ranks[2]], f.score,
+               case when f.ranks[2] is not null
+                         and exists (select 1 from unnest(f.ranks) with ordinality as r(v, o) where r.o <> 2 and r.v is not null)
+                    then 'both'
+                    when f.ranks[2] is null then 'dense' else 'lexical' end,
+               ran, tsq::text, configs, exact, f.details
+        from sift._fuse(names, weights, leg_of, ids, raws, higher, knobs.fusion, knobs.rrf_k) f
+        join sift.chunks c on c.chunk_id = f.chunk_id
+        order by f.fused_rank, f.chunk_id;
+        return;
+    end if;
+
     return query
     select f.chunk_id, c.document_id, f.dense_rank, dense_raw[f.dense_rank],
            f.lexical_rank, lexical_raw[f.lexical_rank], f.score,
            case when f.dense_rank is not null and f.lexical_rank is not null then 'both'
                 when f.dense_rank is not null then 'dense' else 'lexical' end,
-           ran, tsq::text, configs, exact
+           ran, tsq::text, configs, exact,
+           -- What each leg gave (w: this call's weights, after a leg that did not run).
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'dense', case when f.dense_rank is not null then pg_catalog.jsonb_build_object(
+                   'rank', f.dense_rank, 'raw', dense_raw[f.dense_rank], 'weight', w,
+                   'contribution', w / (knobs.rrf_k + f.dense_rank)) end,
+               'lexical', case when f.lexical_rank is not null then pg_catalog.jsonb_build_object(
+                   'rank', f.lexical_rank, 'raw', lexical_raw[f.lexical_rank], 'weight', 1 - w,
+                   'contribution', (1 - w) / (knobs.rrf_k + f.lexical_rank)) end))
     from sift.rrf(dense_ids, lexical_ids, w, knobs.rrf_k) f
     join sift.chunks c on c.chunk_id = f.chunk_id
     order by f.fused_rank, f.chunk_id;
 end;
 $$;
-comment on function sift._pool(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer, jsonb) is
-    'Internal: one collection''s fused pool: both legs (each its top max(fetch_k, match_count), '
-    'filter inside), weighted RRF over their union, in fused order.';
+comment on function sift._pool(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer, jsonb,
+    text[], @extschema:vector@.vector[], double precision[]) is
+    'Internal: one collection''s fused pool: its legs (dense, lexical and one per added space''s '
+    'query vector, each its top max(fetch_k, match_count), filter inside), fused (the fusion '
+    'knob) over their union, in fused order, with what each leg gave each chunk.';
 
 
 create or replace function sift._candidates(
@@ -206,7 +367,10 @@ create or replace function sift._candidates(
     query_text      text,
     query_embedding @extschema:vector@.vector,
     match_count     integer,
-    filter          jsonb)
+    filter          jsonb,
+    spaces          text[] default null,
+    space_embeddings @extschema:vector@.vector[] default null,
+    space_weights   double precision[] default null)
 returns setof sift.candidate
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -217,13 +381,15 @@ as $$
            (pg_catalog.row_number() over (order by p.score desc, p.chunk_id))::integer,
            p.score, p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank,
            p.lexical_score, p.legs, p.lexical_query, p.lexical_configs, p.lexical_exact,
-           null::double precision   -- late_interaction_score: sift.search's, with query_tokens
+           null::double precision,   -- late_interaction_score: sift.search's, with query_tokens
+           p.leg_details
     from pg_catalog.generate_subscripts(cols, 1) as i
-    cross join lateral sift._pool(cols[i], knobs[i], query_text, query_embedding, match_count, filter) p
+    cross join lateral sift._pool(cols[i], knobs[i], query_text, query_embedding, match_count, filter,
+                                  spaces, space_embeddings, space_weights) p
     order by 4, p.chunk_id
 $$;
 comment on function sift._candidates(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector,
-    integer, jsonb) is
+    integer, jsonb, text[], @extschema:vector@.vector[], double precision[]) is
     'Internal: the fused pool over several collections, on one RRF scale.';
 
 
@@ -234,7 +400,10 @@ create or replace function sift.candidates(
     match_count     integer default 10,
     filter          jsonb default '{}',
     knobs           jsonb default '{}',
-    collections     text[] default null)
+    collections     text[] default null,
+    spaces          text[] default null,
+    space_embeddings @extschema:vector@.vector[] default null,
+    space_weights   double precision[] default null)
 returns setof sift.candidate
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -243,11 +412,14 @@ declare
     cols sift.collections[] := sift._collections(candidates.collection, candidates.collections);
     ks   sift.knob_set[] := sift._resolve_all(cols, candidates.knobs);
 begin
-    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
-    return query select * from sift._candidates(cols, ks, query_text, query_embedding, match_count, filter);
+    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
+                              space_weights);
+    return query select * from sift._candidates(cols, ks, query_text, query_embedding, match_count, filter, spaces,
+                                                space_embeddings, space_weights);
 end;
 $$;
-comment on function sift.candidates(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[]) is
+comment on function sift.candidates(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[], text[],
+    @extschema:vector@.vector[], double precision[]) is
     'The fused candidate pool (the retrieval stage): each leg''s top max(fetch_k, match_count) '
     'chunks (metadata filter inside both legs), weighted RRF over their union, with every leg''s '
     'rank and raw score and which leg found each chunk. legs says which legs ran (lexical does '
@@ -255,5 +427,7 @@ comment on function sift.candidates(text, text, @extschema:vector@.vector, integ
     'lexical_query is the tsquery used. collections => array[...] searches several collections '
     'of the tenant (same embedding size, else SF007): each runs its own legs and the pools merge '
     'on one RRF scale. knobs override the collections'' settings for this call (sift.knobs() lists '
-    'them). The ranking knobs (recency, boost, cap, MMR, threshold) are not applied here: see '
-    'sift.finalize. Read-only.';
+    'them). spaces => array[...] with space_embeddings (and space_weights, default dense_weight) '
+    'adds a dense leg per named vector space of the collections; the fusion knob (rrf, dbsf, '
+    'convex) combines every leg; leg_details says what each gave. The ranking knobs (recency, '
+    'boost, cap, MMR, threshold) are not applied here: see sift.finalize. Read-only.';

@@ -4,7 +4,8 @@
 
 create or replace function sift._late_pool(
     cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
-    match_count integer, filter jsonb, query_tokens @extschema:vector@.vector[],
+    match_count integer, filter jsonb, query_tokens @extschema:vector@.vector[], spaces text[],
+    space_embeddings @extschema:vector@.vector[], space_weights double precision[],
     out pool sift.candidate[], out ids bigint[], out scores double precision[], out scored_by text)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -24,7 +25,8 @@ begin
         top_n := (select pg_catalog.max((knobs[i]).late_interaction_top_n) from generate_subscripts(knobs, 1) as i);
     end if;
     pool := array(select c from sift._candidates(cols, knobs, query_text, query_embedding,
-                                                 greatest(match_count, coalesce(top_n, 0)), filter) c
+                                                 greatest(match_count, coalesce(top_n, 0)), filter, spaces,
+                                                 space_embeddings, space_weights) c
                   order by c.fused_rank);
     if toks is null then
         return;
@@ -47,7 +49,7 @@ begin
 end;
 $$;
 comment on function sift._late_pool(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector, integer,
-    jsonb, @extschema:vector@.vector[]) is
+    jsonb, @extschema:vector@.vector[], text[], @extschema:vector@.vector[], double precision[]) is
     'Internal: the fused pool of a search or explain; with query_tokens, widened to '
     'late_interaction_top_n, each candidate''s MaxSim, and the order and scores it ranks with.';
 
@@ -60,7 +62,10 @@ create or replace function sift.search(
     filter          jsonb default '{}',
     knobs           jsonb default '{}',
     collections     text[] default null,
-    query_tokens    @extschema:vector@.vector[] default null)
+    query_tokens    @extschema:vector@.vector[] default null,
+    spaces          text[] default null,
+    space_embeddings @extschema:vector@.vector[] default null,
+    space_weights   double precision[] default null)
 returns setof sift.hit
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -72,8 +77,10 @@ declare
     choice record;
     late   record;
 begin
-    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
-    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens);
+    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
+                              space_weights);
+    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens, spaces,
+                            space_embeddings, space_weights);
     if late.ids is not null then
         -- With query tokens, MaxSim in SQL is this search's rerank (no hosted call).
         return query
@@ -91,7 +98,7 @@ begin
 end;
 $$;
 comment on function sift.search(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[],
-    @extschema:vector@.vector[]) is
+    @extschema:vector@.vector[], text[], @extschema:vector@.vector[], double precision[]) is
     'Hybrid search in one statement: dense (pgvector HNSW, or exact for small collections) and '
     'lexical (BM25 over the stored tsvector, each document in its language; OR over terms, '
     '"phrases" lift and -words lower the chunks that hold them, or with quoted_text require are '
@@ -111,8 +118,10 @@ comment on function sift.search(text, text, @extschema:vector@.vector, integer, 
     'several collections of the tenant as one pool. query_tokens => the question''s token vectors '
     '(a late-interaction model''s): MaxSim reranks the fused top late_interaction_top_n against '
     'the chunks'' token vectors (sift.maxsim; late_interaction_score), the rest and chunks '
-    'without token vectors behind in fused order, and no hosted reranker is called. Read-only '
-    '(runs on a hot standby).';
+    'without token vectors behind in fused order, and no hosted reranker is called. spaces => '
+    'array[...] with space_embeddings (and space_weights, default dense_weight) adds a dense leg '
+    'per named vector space; the fusion knob (rrf, dbsf, convex) combines every leg, and '
+    'leg_details says what each gave. Read-only (runs on a hot standby).';
 
 
 create or replace function sift.explain(
@@ -124,7 +133,10 @@ create or replace function sift.explain(
     knobs           jsonb default '{}',
     collections     text[] default null,
     chunk_ids       bigint[] default null,
-    query_tokens    @extschema:vector@.vector[] default null)
+    query_tokens    @extschema:vector@.vector[] default null,
+    spaces          text[] default null,
+    space_embeddings @extschema:vector@.vector[] default null,
+    space_weights   double precision[] default null)
 returns setof sift.explanation
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -135,12 +147,14 @@ declare
     pool sift.candidate[];
     late record;
 begin
-    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter);
+    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
+                              space_weights);
     if cardinality(explain.chunk_ids) > 1000 then
         raise exception 'chunk_ids has % ids; explain looks at most 1,000 up', cardinality(explain.chunk_ids)
             using errcode = 'SF003';
     end if;
-    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens);
+    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens, spaces,
+                            space_embeddings, space_weights);
     pool := late.pool;
     return query
     with p as (
@@ -163,7 +177,7 @@ begin
                f.cap_status, f.mmr_similarity, f.mmr_penalty, f.final_rank, f.position,
                f.threshold_applied, f.below_threshold, f.threshold_skipped, f.merged,
                f.matched_chunk_ids, f.merged_into, f.language, f.language_factor, p.lexical_exact,
-               p.late_interaction_score
+               p.late_interaction_score, p.leg_details
         from p
         join f on f.chunk_id = p.chunk_id
         union all
@@ -195,7 +209,7 @@ begin
                case when 'lexical' = any (plan.legs)
                     then coalesce((select pg_catalog.bool_and(q.lexical_exact) from p q
                                    where q.collection_name = (cols[i]).name::text), true) end,
-               null::double precision
+               null::double precision, null::jsonb
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary
@@ -216,7 +230,7 @@ begin
            r.recency_factor, r.boost, r.cap_status, r.mmr_similarity, r.mmr_penalty, r.final_rank,
            r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped,
            k.section_id, r.merged, r.matched_chunk_ids, r.merged_into, r.language, r.language_factor,
-           r.lexical_configs, r.lexical_exact, r.late_interaction_score
+           r.lexical_configs, r.lexical_exact, r.late_interaction_score, r.leg_details
     from rows r
     cross join lateral (select k.ordinal, k.section_id from sift.chunks k where k.chunk_id = r.chunk_id) k
     cross join lateral (select d.source_uri, d.title from sift.documents d
@@ -225,7 +239,7 @@ begin
 end;
 $$;
 comment on function sift.explain(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[], bigint[],
-    @extschema:vector@.vector[]) is
+    @extschema:vector@.vector[], text[], @extschema:vector@.vector[], double precision[]) is
     'The candidate view: the whole fused pool behind sift.search with the same arguments, each '
     'chunk''s rank and raw score in every leg, fused score (base_score) and rank, and what each '
     'ranking knob did to it: recency_date and recency_factor, boost, score (after both), '
@@ -236,4 +250,5 @@ comment on function sift.explain(text, text, @extschema:vector@.vector, integer,
     'merged_into (the hit a passage was folded into). Pass chunk_ids to also see chunks no leg '
     'retrieved and why (distance, filter, lexical match; cut_by = not_retrieved): "never '
     'retrieved" versus "ranked too low". With query_tokens, the pool sift.search reranks by '
-    'MaxSim, each row''s late_interaction_score, base_score the score it ranked with. Read-only.';
+    'MaxSim, each row''s late_interaction_score, base_score the score it ranked with. With '
+    'spaces, every leg''s rank, raw score, weight and contribution in leg_details. Read-only.';

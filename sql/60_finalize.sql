@@ -733,7 +733,7 @@ as $$
            null::text, null::text,   -- cursor, cursor_end: sift.search_page's
            case when 'dense' = any (p.legs) then f.space_name end,
            case when 'dense' = any (p.legs) then coalesce(f.space_missing, 0)::integer end,
-           p.lexical_exact, p.late_interaction_score
+           p.lexical_exact, p.late_interaction_score, p.leg_details
     from f
     join b on b.chunk_id = f.chunk_id
     left join win on win.chunk_id = f.chunk_id

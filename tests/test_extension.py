@@ -336,7 +336,8 @@ def test_pgvector_in_another_schema(installed, database):
         client.upsert_documents("kb", release_client.documents())
         assert len(client.search("kb", "refund", embedding=release_client.vector(1), top_k=5)) == 5
         definition = conn.execute("select pg_catalog.pg_get_functiondef('sift.search(text,text,extensions.vector,"
-                                  "integer,jsonb,jsonb,text[],extensions.vector[])'::regprocedure)").fetchone()[0]
+                                  "integer,jsonb,jsonb,text[],extensions.vector[],text[],extensions.vector[],"
+                                  "double precision[])'::regprocedure)").fetchone()[0]
         assert "extensions.vector" in definition
         with pytest.raises(psycopg.errors.FeatureNotSupported):
             conn.execute("alter extension vector set schema public")   # the control file's no_relocate

@@ -212,6 +212,12 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                        "query_text => 'alpha', query_tokens => %s::vector[])", [name, ["[1,1,1,1]"]])),
         ("insert token size", one("insert into sift.chunk_token_sizes (collection_id, dimensions) values (%s, 9) "
                                   "returning collection_id", [col_id])),
+        ("search_spaces", rows("select * from sift.search(%s, 'alpha', spaces => array['alt'], "
+                               "space_embeddings => %s::vector[], knobs => '{\"fusion\": \"dbsf\"}')",
+                               [name, [vec]])),
+        ("candidates_spaces", rows("select * from sift.candidates(collections => array[%s, 'docs'], "
+                                   "query_text => 'alpha', spaces => array['alt'], space_embeddings => %s::vector[])",
+                                   [name, [vec]])),
         ("search_tokens", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector, "
                                "query_tokens => %s::vector[])", [name, vec, ["[1,1,1,1]"]])),
         ("insert chunk tokens", one("insert into sift.chunk_tokens (chunk_id, collection_id, tokens, dimensions, "

@@ -110,6 +110,30 @@ def search_params(collection: Any, query: Any, embedding: Any, top_k: Any, filte
             "match_count": check_top_k(top_k), "filter": filter_json(filter), "knobs": knobs_json(knobs)}
 
 
+def space_params(space_embeddings: Any, space_weights: Any) -> dict[str, Any]:
+    """The added spaces' query vectors and weights as sift.search's parallel arrays."""
+    if space_embeddings is None:
+        if space_weights:
+            raise InvalidArgument("space_weights names spaces that have no query vector (space_embeddings)")
+        return {"spaces": None, "space_embeddings": None, "space_weights": None}
+    if not isinstance(space_embeddings, Mapping) or not space_embeddings:
+        raise InvalidArgument("space_embeddings must be a non-empty mapping of space name to its query vector")
+    weights = dict(space_weights or {})
+    unknown = sorted(set(weights) - set(space_embeddings))
+    if unknown:
+        raise InvalidArgument(f"space_weights names {unknown}, which space_embeddings does not")
+    names = [check_text(n, "a space name", blank=False) for n in space_embeddings]
+    out_weights: list[float | None] = []
+    for name in names:
+        w = weights.get(name)
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 1000):
+            raise InvalidArgument(f"the weight of space {name!r} must be a number between 0 and 1,000, got {w!r}")
+        out_weights.append(None if w is None else float(w))
+    return {"spaces": names,
+            "space_embeddings": [vec(v, f"the query vector of space {n!r}") for n, v in space_embeddings.items()],
+            "space_weights": out_weights if any(w is not None for w in out_weights) else None}
+
+
 # Late interaction: a chunk stores 1 to 2,048 token vectors, a question gives 1 to 256, each
 # in half precision in the database (so a value beyond its range is refused here, named).
 MAX_CHUNK_TOKENS = 2048

@@ -484,17 +484,19 @@ class Client:
     # -- search --------------------------------------------------------------------------------
 
     def _params(self, collection: Any, query: Any, embedding: Any, top_k: Any, filter: Any,
-                knobs: dict[str, Any]) -> dict[str, Any]:
+                knobs: dict[str, Any], space_embeddings: Any = None, space_weights: Any = None) -> dict[str, Any]:
         if embedding is None and self.embedder is not None and isinstance(query, str) and query.strip():
             embedding = self.embedder.embed([calls.check_text(query, "query")])[0]
         if knobs.get("query_language") == "auto":
             # The question's language, detected here (the database has no detector).
             knobs = {**knobs, "query_language": detect(query) if isinstance(query, str) else None}
-        return calls.search_params(collection, query, embedding, top_k, filter, knobs)
+        return {**calls.search_params(collection, query, embedding, top_k, filter, knobs),
+                **calls.space_params(space_embeddings, space_weights)}
 
     def search(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                      top_k: int = 10, filter: dict[str, Any] | None = None, context: Any = None,
-                     query_tokens: Any = None, **knobs: Any) -> SearchResult:
+                     query_tokens: Any = None, space_embeddings: Mapping[str, Any] | None = None,
+                     space_weights: Mapping[str, float] | None = None, **knobs: Any) -> SearchResult:
         """Hybrid search: retrieval, fusion and the ranking knobs in one SQL call (sift.search).
         `collection` is a name, or a list of names of this tenant searched as one pool.
         `embedding` is the query vector (the client's embedder computes it when omitted);
@@ -509,8 +511,14 @@ class Client:
         `query_tokens` (the question's token vectors from a late-interaction model, one per
         token): MaxSim reranks the fused top late_interaction_top_n in SQL against the chunks'
         token vectors (`Hit.late_interaction_score`); chunks without them keep their fused
-        order behind. That is this search's rerank: no hosted reranker is called."""
-        params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs), query_tokens)
+        order behind. That is this search's rerank: no hosted reranker is called.
+
+        `space_embeddings` ({space: query vector}): a dense leg per named vector space of the
+        collections beside the active one, weighted by `space_weights` ({space: weight},
+        default dense_weight); the `fusion` knob (rrf, dbsf, convex) combines every leg, and
+        `Hit.leg_details` says what each gave."""
+        params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs, space_embeddings,
+                                                space_weights), query_tokens)
         hits: list[Hit] = self._rows([(q.SEARCH, params)], Hit)
         if not hits:
             return SearchResult(hits)
@@ -588,11 +596,12 @@ class Client:
 
     def rerank(self, collection: str | Sequence[str], query: str, *, embedding: Any = None, top_k: int = 10,
                      filter: dict[str, Any] | None = None, context: Any = None, reranker: str | None = None,
-                     **knobs: Any) -> Reranked:
+                     space_embeddings: Mapping[str, Any] | None = None,
+                     space_weights: Mapping[str, float] | None = None, **knobs: Any) -> Reranked:
         """The rerank half of a search: the reranker (the collections', or the tenant's named
         `reranker`), the pool widened to its rerank_top_n with each candidate's text, the
         provider's scores, the call metered. Never raises for a reranker fault."""
-        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        params = self._params(collection, query, embedding, top_k, filter, knobs, space_embeddings, space_weights)
         return self._rerank(params, query, top_k, context, reranker)
 
     def _rerank(self, params: dict[str, Any], query: str, top_k: int, context: Any,
@@ -646,19 +655,23 @@ class Client:
                 and (config.secret_ref is None or config.secret_source is not None))
 
     def candidates(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
-                         top_k: int = 10, filter: dict[str, Any] | None = None, **knobs: Any) -> list[Candidate]:
+                         top_k: int = 10, filter: dict[str, Any] | None = None,
+                         space_embeddings: Mapping[str, Any] | None = None,
+                         space_weights: Mapping[str, float] | None = None, **knobs: Any) -> list[Candidate]:
         """The fused pool behind a search (sift.candidates), in fused order."""
-        params = self._params(collection, query, embedding, top_k, filter, knobs)
+        params = self._params(collection, query, embedding, top_k, filter, knobs, space_embeddings, space_weights)
         return self._rows([(q.CANDIDATES, params)], Candidate)
 
     def explain(self, collection: str | Sequence[str], query: str = "", *, embedding: Any = None,
                       top_k: int = 10, filter: dict[str, Any] | None = None,
                       chunk_ids: Sequence[int] | None = None, query_tokens: Any = None,
-                      **knobs: Any) -> list[Explanation]:
+                      space_embeddings: Mapping[str, Any] | None = None,
+                      space_weights: Mapping[str, float] | None = None, **knobs: Any) -> list[Explanation]:
         """The whole candidate pool behind `search` with the same arguments: each leg's rank and
         score, what every ranking knob did, whether it made the cut and why not; `chunk_ids`
         adds chunks no leg found; `query_tokens` as in `search` (each row's MaxSim)."""
-        params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs), query_tokens)
+        params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs, space_embeddings,
+                                                space_weights), query_tokens)
         params["chunk_ids"] = [int(i) for i in chunk_ids] if chunk_ids else None
         return self._rows([(q.EXPLAIN, params)], Explanation)
 

@@ -152,6 +152,9 @@ class Hit:
     # MaxSim of the question's token vectors against the chunk's (a search with query_tokens);
     # None without them, for a chunk without token vectors or past late_interaction_top_n.
     late_interaction_score: float | None = None
+    # What each leg that found the chunk gave it, by leg ("dense", "lexical", an added space's
+    # name): {"rank", "raw" (distance or BM25 score), "weight", "contribution"}.
+    leg_details: dict[str, Any] | None = None
     rerank_score: float | None = None
     fused_score: float | None = None
 
@@ -186,6 +189,8 @@ class Candidate:
     lexical_exact: bool | None = None
     # MaxSim against the question's token vectors (sift.search with query_tokens), else None.
     late_interaction_score: float | None = None
+    # What each leg gave the chunk: {leg: {"rank", "raw", "weight", "contribution"}}.
+    leg_details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,8 @@ class Explanation:
     lexical_exact: bool | None = None
     # MaxSim against the question's token vectors (explain with query_tokens), else None.
     late_interaction_score: float | None = None
+    # What each leg gave the chunk: {leg: {"rank", "raw", "weight", "contribution"}}.
+    leg_details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,10 @@ _SEARCH_ARGS = """
     query_embedding => %(query_embedding)s,
     match_count => %(match_count)s::integer,
     filter => %(filter)s::jsonb,
-    knobs => %(knobs)s::jsonb"""
+    knobs => %(knobs)s::jsonb,
+    spaces => %(spaces)s::text[],
+    space_embeddings => %(space_embeddings)s,
+    space_weights => %(space_weights)s::float8[]"""
 
 SEARCH = _select(models.Hit, "sift.search", _SEARCH_ARGS + ", query_tokens => %(query_tokens)s")
 

@@ -1,0 +1,182 @@
+"""Fusion of N legs (sql/40_fusion.sql, sift._fuse): the main dense leg, the lexical leg and
+one dense leg per added vector space's query vector, combined by rrf, dbsf or convex.
+
+The oracles are plain Python: each dense leg is an exact nearest-neighbour list computed with
+numpy from the vectors written (the collection is under exact_search_limit, so the database's
+leg is exact too), the lexical leg is sift.candidates' own lexical list, and the three fusion
+formulas are written out below.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import psycopg
+import pytest
+from conftest import unit
+from pgsift import Chunk, Client, DimensionMismatch, Document, InvalidArgument, SpaceNotFound
+
+DIMS, ALT = 8, 5
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+N = 40   # each leg's depth: max(fetch_k, top_k)
+
+
+@pytest.fixture
+def kb(db):
+    """30 documents x 3 chunks with a vector in the built-in space and one in "alt"."""
+    rng = np.random.default_rng(3)
+    client = Client(db)
+    client.create_collection("kb", embedding_dims=DIMS)
+    main = {}
+    docs = []
+    for i in range(30):
+        chunks = []
+        for _ in range(3):
+            v = unit(rng.normal(size=DIMS))
+            chunks.append(Chunk(content=" ".join(rng.choice(WORDS, size=6)), embedding=v))
+        docs.append(Document(source_uri=f"doc-{i}", chunks=chunks))
+    client.upsert_documents("kb", docs)
+    ids = [r[0] for r in db.execute("select chunk_id from sift.chunks order by chunk_id").fetchall()]
+    for cid, chunk in zip(ids, [c for d in docs for c in d.chunks], strict=True):
+        main[cid] = chunk.embedding
+    client.add_vector_space("kb", "alt", dimensions=ALT)
+    alt = {cid: unit(rng.normal(size=ALT)) for cid in ids}
+    client.write_space_vectors("kb", "alt", ids, [alt[c] for c in ids])
+    client.vectors = {"dense": main, "alt": alt}   # type: ignore[attr-defined]
+    return client
+
+
+def nearest(vectors: dict[int, np.ndarray], query: np.ndarray, n: int = N) -> list[tuple[int, float]]:
+    """(chunk_id, cosine distance), nearest first, ties by id: the exact dense leg."""
+    q = query / np.linalg.norm(query)
+    dist = {c: float(1 - np.dot(v / np.linalg.norm(v), q)) for c, v in vectors.items()}
+    return sorted(dist.items(), key=lambda x: (x[1], x[0]))[:n]
+
+
+def fuse(legs: dict[str, list[tuple[int, float]]], weights: dict[str, float], higher: dict[str, bool],
+         method: str, k: float) -> dict[int, float]:
+    """The three fusion formulas, plainly: every leg's entries in its rank order."""
+    total: dict[int, float] = {}
+    for name, entries in legs.items():
+        if not entries:
+            continue
+        s = [raw if higher[name] else -raw for _, raw in entries]
+        mu, sigma = statistics.fmean(s), statistics.pstdev(s)
+        lo, hi = min(s), max(s)
+        for r, ((cid, _), score) in enumerate(zip(entries, s, strict=True), start=1):
+            if method == "rrf":
+                norm = 1 / (k + r)
+            elif method == "convex":
+                norm = (score - lo) / (hi - lo) if hi > lo else 1.0
+            else:
+                norm = min(1.0, max(0.0, (score - (mu - 3 * sigma)) / (6 * sigma))) if sigma > 0 else 1.0
+            total[cid] = total.get(cid, 0.0) + weights[name] * norm
+    return total
+
+
+@pytest.mark.parametrize("method", ["rrf", "dbsf", "convex"])
+def test_n_legs_fuse_as_the_python_oracle(kb, method, figure):
+    rng = np.random.default_rng({"rrf": 1, "dbsf": 2, "convex": 3}[method])
+    checked = 0
+    for _ in range(10):
+        q_main, q_alt = unit(rng.normal(size=DIMS)), unit(rng.normal(size=ALT))
+        text = " ".join(rng.choice(WORDS, size=2))
+        w, w_alt = float(rng.uniform(0.1, 0.9)), float(rng.uniform(0, 2))
+        lexical = [(c.chunk_id, c.lexical_score) for c in kb.candidates("kb", text, top_k=N)]
+        legs = {"dense": nearest(kb.vectors["dense"], q_main), "lexical": lexical,
+                "alt": nearest(kb.vectors["alt"], q_alt)}
+        want = fuse(legs, {"dense": w, "lexical": 1 - w, "alt": w_alt},
+                    {"dense": False, "lexical": True, "alt": False}, method, 3.0)
+        got = kb.candidates("kb", text, embedding=q_main, top_k=10, space_embeddings={"alt": q_alt},
+                            space_weights={"alt": w_alt}, fusion=method, dense_weight=w)
+        assert len(got) == len(want)
+        for c in got:
+            assert c.score == pytest.approx(want[c.chunk_id], abs=1e-6), (method, c.chunk_id)
+            assert set(c.leg_details) <= {"dense", "lexical", "alt"}
+            assert sum(d["contribution"] for d in c.leg_details.values()) == pytest.approx(c.score, abs=1e-9)
+            assert c.found_by == ("both" if "lexical" in c.leg_details and len(c.leg_details) > 1
+                                  else "lexical" if "lexical" in c.leg_details else "dense")
+        order = sorted(want, key=lambda cid: (-want[cid], cid))
+        got_order = [c.chunk_id for c in got]
+        for a, b in zip(got_order, order, strict=True):
+            if a != b:   # a near tie between the two scores only
+                assert abs(want[a] - want[b]) < 1e-9
+        assert got[0].legs == ["dense", "lexical", "alt"]
+        checked += len(got)
+    figure(f"candidates fused by {method} over 3 legs, checked against Python", checked)
+
+
+def test_search_and_explain_say_what_each_leg_gave(kb):
+    rng = np.random.default_rng(8)
+    q_main, q_alt = unit(rng.normal(size=DIMS)), unit(rng.normal(size=ALT))
+    args = {"embedding": q_main, "space_embeddings": {"alt": q_alt}, "fusion": "dbsf", "per_document_cap": None}
+    hits = kb.search("kb", "alpha", top_k=5, **args)
+    rows = kb.explain("kb", "alpha", top_k=5, **args)
+    kept = sorted((r for r in rows if r.kept), key=lambda r: r.final_rank)
+    assert [r.chunk_id for r in kept] == [h.chunk_id for h in hits]
+    for h in hits:
+        assert h.leg_details and sum(d["contribution"] for d in h.leg_details.values()) == \
+            pytest.approx(h.base_score)
+        if "alt" in h.leg_details:
+            assert h.leg_details["alt"]["weight"] == pytest.approx(0.5)   # dense_weight by default
+    for r in rows:
+        assert sum(d["contribution"] for d in r.leg_details.values()) == pytest.approx(r.base_score)
+
+
+def test_two_legs_keep_their_order_and_say_what_each_gave(kb):
+    """Without added spaces and with rrf, the pool is what it was (sift.rrf), now explained."""
+    q = unit(np.random.default_rng(5).normal(size=DIMS))
+    pool = kb.candidates("kb", "alpha echo", embedding=q, top_k=10)
+    for c in pool:
+        contributions = {leg: d["contribution"] for leg, d in c.leg_details.items()}
+        assert sum(contributions.values()) == pytest.approx(c.score)
+        assert ("dense" in contributions) == (c.dense_rank is not None)
+        assert ("lexical" in contributions) == (c.lexical_rank is not None)
+    # The same legs through the N-leg path (fusion named) fuse to the same pool.
+    same = kb.candidates("kb", "alpha echo", embedding=q, top_k=10, space_embeddings=None, fusion="rrf")
+    assert [c.chunk_id for c in same] == [c.chunk_id for c in pool]
+    # An added space alone (no main query vector) is a dense leg of its own.
+    alt_only = kb.candidates("kb", "", space_embeddings={"alt": unit(np.random.default_rng(6).normal(size=ALT))})
+    assert alt_only and all(set(c.leg_details) == {"alt"} for c in alt_only)
+
+
+def test_bad_space_arguments_are_typed(kb, db):
+    q = unit(np.random.default_rng(1).normal(size=DIMS))
+    alt = np.ones(ALT)
+    with pytest.raises(SpaceNotFound):
+        kb.search("kb", "alpha", embedding=q, space_embeddings={"nope": alt})
+    with pytest.raises(DimensionMismatch, match='space "alt"'):
+        kb.search("kb", "alpha", embedding=q, space_embeddings={"alt": np.ones(3)})
+    with pytest.raises(InvalidArgument, match="space_weights names"):
+        kb.search("kb", "alpha", embedding=q, space_embeddings={"alt": alt}, space_weights={"other": 1})
+    with pytest.raises(InvalidArgument, match="between 0 and 1,000"):
+        kb.search("kb", "alpha", embedding=q, space_embeddings={"alt": alt}, space_weights={"alt": -1})
+    with pytest.raises(InvalidArgument, match="contains NaN"):
+        kb.search("kb", "alpha", embedding=q, space_embeddings={"alt": [np.nan] * ALT})
+    with pytest.raises(InvalidArgument):
+        kb.search("kb", "alpha", embedding=q, space_embeddings={})
+    vec = "[" + ",".join(["0.5"] * ALT) + "]"
+    main = "[" + ",".join(["0.5"] * DIMS) + "]"
+    cases = [
+        ("select * from sift.search('kb', 'alpha', spaces => array['alt'], space_embeddings => %s::vector[])",
+         [[vec, vec]], "SF003"),
+        ("select * from sift.search('kb', 'alpha', spaces => array['alt', 'alt'], space_embeddings => %s::vector[])",
+         [[vec, vec]], "SF003"),
+        ("select * from sift.search('kb', 'alpha', %s::vector, spaces => array['default'], "
+         "space_embeddings => %s::vector[])", [main, [main]], "SF003"),
+        ("select * from sift.search('kb', 'alpha', spaces => array['alt'], space_embeddings => %s::vector[], "
+         "space_weights => array[2000])", [[vec]], "SF003"),
+        ("select * from sift.search('kb', 'alpha', knobs => '{\"fusion\": \"borda\"}')", None, "23514"),
+        ("select * from sift.search('kb', 'alpha', spaces => array['a','b','c','d','e','f','g','h','i'], "
+         "space_embeddings => %s::vector[])", [[vec] * 9], "SF003"),
+    ]
+    for sql, params, state in cases:
+        with pytest.raises(psycopg.Error) as err:
+            db.execute(sql, params)
+        assert err.value.sqlstate == state, (sql, err.value)
+    # Several collections: each must have the space.
+    kb.create_collection("other", embedding_dims=DIMS)
+    kb.upsert_documents("other", [Document(source_uri="x", chunks=[Chunk(content="alpha", embedding=q)])])
+    with pytest.raises(SpaceNotFound):
+        kb.search(["kb", "other"], "alpha", embedding=q, space_embeddings={"alt": alt})
