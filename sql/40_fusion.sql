@@ -68,29 +68,35 @@ as $$
         select e.leg, pg_catalog.avg(e.s) as mu, coalesce(pg_catalog.stddev_pop(e.s), 0) as sigma,
                pg_catalog.min(e.s) as lo, pg_catalog.max(e.s) as hi
         from e group by e.leg
-    ), c as (
-        -- Subnormal weights count as 0: float8 arithmetic would underflow to an error.
+    ), c0 as (
+        -- Tiny weights count as 0: weight x score would underflow float8 to an error.
         select e.id, e.leg, e.r, e.raw,
-               case when weights[e.leg] < 2.2250738585072014e-308 then 0 else weights[e.leg] end as w,
+               case when weights[e.leg] < 1e-150 then 0 else weights[e.leg] end as w,
                case method
                    when 'rrf' then 1 / (rrf_k + e.r)
                    when 'convex' then case when st.hi > st.lo then (e.s - st.lo) / (st.hi - st.lo) else 1 end
-                   -- dbsf: [mu - 3 sigma, mu + 3 sigma] onto [0, 1], clipped; one value (sigma 0) is 1.
-                   else case when st.sigma > 0
+                   -- dbsf: [mu - 3 sigma, mu + 3 sigma] onto [0, 1], clipped; equal scores
+                   -- (sigma 0, or float noise around it) are 1.
+                   when 'dbsf' then case when st.sigma > 1e-9 * greatest(abs(st.mu), 1e-300)
                              then least(1, greatest(0, (e.s - (st.mu - 3 * st.sigma)) / (6 * st.sigma)))
                              else 1 end end as norm
         from e join stats st on st.leg = e.leg
+    ), c as (
+        -- Each entry's part of its chunk's score (rrf as sift.rrf computes it, to the bit).
+        select c0.*, case when method = 'rrf' then c0.w / (rrf_k + c0.r)
+                          when c0.norm < 1e-150 then 0 else c0.w * c0.norm end as part
+        from c0 c0
     ), j as (
-        select c.id, pg_catalog.sum(c.w * c.norm) as total,
+        select c.id, pg_catalog.sum(c.part order by c.leg) as total,
                pg_catalog.array_agg(c.r order by c.leg) as ranks_by,
                pg_catalog.array_agg(c.leg order by c.leg) as legs_by,
                pg_catalog.jsonb_object_agg(names[c.leg], pg_catalog.jsonb_build_object(
-                   'rank', c.r, 'raw', c.raw, 'weight', c.w, 'contribution', c.w * c.norm)) as details
+                   'rank', c.r, 'raw', c.raw, 'weight', c.w, 'contribution', c.part)) as details
         from c group by c.id
     )
     select j.id, j.total, (pg_catalog.row_number() over (order by j.total desc, j.id))::integer,
            array(select case when p = any (j.legs_by) then j.ranks_by[pg_catalog.array_position(j.legs_by, p)] end
-                 from pg_catalog.generate_series(1, pg_catalog.cardinality(names)) as p),
+                 from pg_catalog.generate_series(1, pg_catalog.cardinality(names)) as p order by p),
            j.details
     from j
     order by 3
@@ -170,6 +176,12 @@ begin
     end if;
     -- A malformed filter or an unknown operator: SF003 naming where.
     perform sift.filter_path(filter);
+    -- Pools of several collections merge on one scale: one fusion for all.
+    if (select count(distinct (knobs[i]).fusion) from generate_subscripts(knobs, 1) as i) > 1 then
+        raise exception 'the collections searched together fuse differently (%): pass one fusion in knobs',
+            (select string_agg(distinct (knobs[i]).fusion::text, ', ') from generate_subscripts(knobs, 1) as i)
+            using errcode = 'SF003';
+    end if;
     -- More spaces' query vectors: one per space, each space once and not the
     -- one the main dense leg searches, of each collection, of its size.
     if spaces is not null or space_embeddings is not null or space_weights is not null then
@@ -188,11 +200,16 @@ begin
             raise exception 'spaces must name each space once, with its query vector (no nulls)'
                 using errcode = 'SF003';
         end if;
-        if exists (select 1 from unnest(space_weights) as u(w) where u.w is null or not (u.w >= 0 and u.w <= 1000)) then
-            raise exception 'space_weights must be numbers between 0 and 1,000' using errcode = 'SF003';
+        if exists (select 1 from unnest(space_weights) as u(w) where u.w is not null and not (u.w >= 0 and u.w <= 1000)) then
+            raise exception 'space_weights must be numbers between 0 and 1,000 (null: dense_weight)'
+                using errcode = 'SF003';
+        end if;
+        if 'dense' = any (spaces) or 'lexical' = any (spaces) then
+            raise exception 'a space named "dense" or "lexical" cannot be a leg of its own: those are the legs'' names'
+                using errcode = 'SF003', hint = 'search it as the main dense leg (the dense_space knob)';
         end if;
         for i in 1 .. coalesce(cardinality(cols), 0) loop
-            for j in 1 .. cardinality(spaces) loop
+            for j in 1 .. coalesce(cardinality(spaces), 0) loop
                 space := sift._space(cols[i], spaces[j]);   -- SF013 for an unknown one
                 if space.name = (sift._space(cols[i], (knobs[i]).dense_space)).name and query_embedding is not null then
                     raise exception 'space "%" is the one query_embedding searches; name it once', space.name
@@ -298,7 +315,7 @@ begin
         -- N legs: the main dense one, the lexical one, and one per added
         -- space's query vector, each its top n inside the filter.
         names := array['dense', 'lexical'];
-        weights := array[knobs.dense_weight, 1 - knobs.dense_weight];
+        weights := array[w, 1 - w];   -- as two legs weigh them (all to the one that ran)
         higher := array[false, true];
         leg_of := array_fill(1, array[coalesce(cardinality(dense_ids), 0)])
                   || array_fill(2, array[coalesce(cardinality(lexical_ids), 0)]);
@@ -376,7 +393,8 @@ language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- Each collection runs its own legs (its language, BM25 statistics and
-    -- knobs) and fuses them; the pools are then one list on one RRF scale.
+    -- knobs) and fuses them; the pools are then one list on one scale (one
+    -- fusion for all: sift._check_query).
     select p.chunk_id, p.document_id, (cols[i]).name::text,
            (pg_catalog.row_number() over (order by p.score desc, p.chunk_id))::integer,
            p.score, p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank,
@@ -421,7 +439,7 @@ $$;
 comment on function sift.candidates(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[], text[],
     @extschema:vector@.vector[], double precision[]) is
     'The fused candidate pool (the retrieval stage): each leg''s top max(fetch_k, match_count) '
-    'chunks (metadata filter inside both legs), weighted RRF over their union, with every leg''s '
+    'chunks (metadata filter inside every leg), fused over their union (weighted RRF by default), with every leg''s '
     'rank and raw score and which leg found each chunk. legs says which legs ran (lexical does '
     'not run for stopword-only or empty text; dense does not run without query_embedding); '
     'lexical_query is the tsquery used. collections => array[...] searches several collections '

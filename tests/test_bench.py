@@ -394,3 +394,23 @@ def test_run_maxsim_times_the_stage_and_the_search(db):
     assert all(r["maxsim_p50_ms"] > 0 and r["search_late_p50_ms"] > 0 for r in result["rows"])
     assert "MaxSim" in bench_maxsim.format_table(result)
     assert db.execute("select count(*) from sift.chunk_tokens").fetchone()[0] == 0   # it cleans up
+
+
+def test_run_legs_tunes_on_train_and_scores_test_through_sql(db, toy: Path):
+    from pgsift import bench_legs
+
+    # A second model: other vectors of another size for the same corpus and queries.
+    second = toy / "embeddings" / "toy-second"
+    second.mkdir()
+    rng = np.random.default_rng(3)
+    np.save(second / "corpus.npy", unit(rng.normal(size=(6, 4))).astype(np.float32))
+    np.save(second / "queries.npy", unit(rng.normal(size=(5, 4))).astype(np.float32))
+    result = bench_legs.run_legs(db, toy, models=("toy-model", "toy-second"))
+    assert result["train_queries"] == 1 and result["test_queries"] == 2
+    systems = [r["system"] for r in result["rows"]]
+    assert len(systems) == 6 and [s.split(",")[1].strip().split(" ")[0] for s in systems[3:]] == [
+        "rrf", "dbsf", "convex"]
+    assert result["python_matches_sql"] is True
+    assert all(0 <= r["ndcg_at_10"] <= 1 for r in result["rows"])
+    assert "three legs" in bench_legs.format_table(result)
+    assert db.execute("select count(*) from sift.collections where name = 'bench_legs'").fetchone()[0] == 0

@@ -69,8 +69,10 @@ def fuse(legs: dict[str, list[tuple[int, float]]], weights: dict[str, float], hi
                 norm = 1 / (k + r)
             elif method == "convex":
                 norm = (score - lo) / (hi - lo) if hi > lo else 1.0
+            elif sigma > 1e-9 * max(abs(mu), 1e-300):   # dbsf; equal scores (sigma about 0) are 1
+                norm = min(1.0, max(0.0, (score - (mu - 3 * sigma)) / (6 * sigma)))
             else:
-                norm = min(1.0, max(0.0, (score - (mu - 3 * sigma)) / (6 * sigma))) if sigma > 0 else 1.0
+                norm = 1.0
             total[cid] = total.get(cid, 0.0) + weights[name] * norm
     return total
 
@@ -124,7 +126,7 @@ def test_search_and_explain_say_what_each_leg_gave(kb):
         assert sum(d["contribution"] for d in r.leg_details.values()) == pytest.approx(r.base_score)
 
 
-def test_two_legs_keep_their_order_and_say_what_each_gave(kb):
+def test_two_legs_keep_their_order_and_say_what_each_gave(kb, db):
     """Without added spaces and with rrf, the pool is what it was (sift.rrf), now explained."""
     q = unit(np.random.default_rng(5).normal(size=DIMS))
     pool = kb.candidates("kb", "alpha echo", embedding=q, top_k=10)
@@ -133,12 +135,56 @@ def test_two_legs_keep_their_order_and_say_what_each_gave(kb):
         assert sum(contributions.values()) == pytest.approx(c.score)
         assert ("dense" in contributions) == (c.dense_rank is not None)
         assert ("lexical" in contributions) == (c.lexical_rank is not None)
-    # The same legs through the N-leg path (fusion named) fuse to the same pool.
-    same = kb.candidates("kb", "alpha echo", embedding=q, top_k=10, space_embeddings=None, fusion="rrf")
-    assert [c.chunk_id for c in same] == [c.chunk_id for c in pool]
+    # sift._fuse (the N-leg path) gives two legs exactly what sift.rrf gives them.
+    dense = [c.chunk_id for c in sorted((c for c in pool if c.dense_rank), key=lambda c: c.dense_rank)]
+    lexical = [c.chunk_id for c in sorted((c for c in pool if c.lexical_rank), key=lambda c: c.lexical_rank)]
+    for w in (0.0, 0.3, 0.5, 1.0):
+        rrf = db.execute("select chunk_id, score from sift.rrf(%s, %s, %s, 3)", [dense, lexical, w]).fetchall()
+        fused = db.execute(
+            "select chunk_id, score from sift._fuse(array['dense', 'lexical'], %s, %s, %s, %s, array[false, true], "
+            "'rrf', 3)", [[w, 1 - w], [1] * len(dense) + [2] * len(lexical), dense + lexical,
+                         [0.0] * (len(dense) + len(lexical))]).fetchall()
+        assert [r[0] for r in fused] == [r[0] for r in rrf]
+        assert [r[1] for r in fused] == pytest.approx([r[1] for r in rrf], abs=1e-15)
     # An added space alone (no main query vector) is a dense leg of its own.
     alt_only = kb.candidates("kb", "", space_embeddings={"alt": unit(np.random.default_rng(6).normal(size=ALT))})
     assert alt_only and all(set(c.leg_details) == {"alt"} for c in alt_only)
+
+
+@pytest.mark.parametrize("distance", ["inner_product", "l2"])
+def test_other_distances_and_partial_weights_fuse_as_the_oracle(kb, db, distance):
+    """Two more spaces of another distance, a weight for one of them only (the other takes
+    dense_weight), every fusion: a distance where smaller is better, whatever its sign."""
+    rng = np.random.default_rng(11)
+    ids = sorted(kb.vectors["dense"])
+    kb.add_vector_space("kb", "other", dimensions=ALT, distance=distance)
+    other = {cid: rng.normal(size=ALT) for cid in ids}
+    kb.write_space_vectors("kb", "other", ids, [other[c] for c in ids])
+
+    def raw(v: np.ndarray, q: np.ndarray) -> float:
+        return float(-np.dot(v, q)) if distance == "inner_product" else float(np.linalg.norm(v - q))
+
+    for method in ("rrf", "dbsf", "convex"):
+        q_main, q_alt, q_other = unit(rng.normal(size=DIMS)), unit(rng.normal(size=ALT)), rng.normal(size=ALT)
+        legs = {"dense": nearest(kb.vectors["dense"], q_main), "alt": nearest(kb.vectors["alt"], q_alt),
+                "other": sorted(((c, raw(v, q_other)) for c, v in other.items()), key=lambda x: (x[1], x[0]))[:N]}
+        # No lexical leg ran: the main dense leg takes its weight (1); "other" has none given: dense_weight.
+        want = fuse(legs, {"dense": 1.0, "alt": 0.7, "other": 0.9}, dict.fromkeys(legs, False), method, 3.0)
+        got = kb.candidates("kb", "", embedding=q_main, space_embeddings={"alt": q_alt, "other": q_other},
+                            space_weights={"alt": 0.7}, fusion=method, dense_weight=0.9)
+        assert {c.chunk_id: c.score for c in got} == pytest.approx(want, abs=1e-6)
+        assert all(c.leg_details.get("other", {}).get("weight", 0.9) == 0.9 for c in got)
+
+
+def test_a_leg_that_did_not_run_leaves_the_other_its_order(kb):
+    """dbsf and convex weigh the legs as two-leg fusion does: a leg that did not run gives its
+    weight to the one that did, so dense alone keeps the dense order."""
+    q = unit(np.random.default_rng(2).normal(size=DIMS))
+    want = [c for c, _ in nearest(kb.vectors["dense"], q)]
+    for method in ("dbsf", "convex"):
+        got = kb.candidates("kb", "alpha", embedding=q, hybrid=False, dense_weight=0.0, fusion=method)
+        assert [c.chunk_id for c in got] == want
+        assert got[0].leg_details["dense"]["weight"] == 1.0
 
 
 def test_bad_space_arguments_are_typed(kb, db):
@@ -175,8 +221,21 @@ def test_bad_space_arguments_are_typed(kb, db):
         with pytest.raises(psycopg.Error) as err:
             db.execute(sql, params)
         assert err.value.sqlstate == state, (sql, err.value)
+    with pytest.raises(InvalidArgument, match="search_page does not take space_embeddings"):
+        kb.search_page("kb", "alpha", embedding=q, space_embeddings={"alt": alt})
+    kb.add_vector_space("kb", "lexical", dimensions=ALT)
+    with pytest.raises(psycopg.Error) as err:
+        db.execute("select * from sift.search('kb', 'alpha', spaces => array['lexical'], "
+                   "space_embeddings => %s::vector[])", [[vec]])
+    assert err.value.sqlstate == "SF003"
     # Several collections: each must have the space.
     kb.create_collection("other", embedding_dims=DIMS)
     kb.upsert_documents("other", [Document(source_uri="x", chunks=[Chunk(content="alpha", embedding=q)])])
     with pytest.raises(SpaceNotFound):
         kb.search(["kb", "other"], "alpha", embedding=q, space_embeddings={"alt": alt})
+    kb.add_vector_space("other", "alt", dimensions=ALT)
+    kb.alter_collection("other", fusion="convex")
+    with pytest.raises(InvalidArgument, match="fuse differently"):
+        kb.search(["kb", "other"], "alpha", embedding=q, space_embeddings={"alt": alt})
+    both = kb.search(["kb", "other"], "alpha", embedding=q, space_embeddings={"alt": alt}, fusion="dbsf")
+    assert {h.collection_name for h in both} <= {"kb", "other"} and len(both) == 10

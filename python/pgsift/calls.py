@@ -263,7 +263,7 @@ def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, 
             rerank_score=rerank_scores.get(hit.chunk_id), fused_score=c.score, found_by=c.found_by,
             dense_rank=c.dense_rank, dense_distance=c.dense_distance, lexical_rank=c.lexical_rank,
             lexical_score=c.lexical_score, legs=c.legs, lexical_query=c.lexical_query,
-            lexical_configs=c.lexical_configs, lexical_exact=c.lexical_exact))
+            lexical_configs=c.lexical_configs, lexical_exact=c.lexical_exact, leg_details=c.leg_details))
     return out
 
 

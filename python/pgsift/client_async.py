@@ -561,6 +561,9 @@ class AsyncClient:
         same `embedding` on every page (an embedder that is not deterministic would change the
         request). A cursor of another request or tenant, or an altered one, raises
         InvalidCursor."""
+        for name in ("space_embeddings", "space_weights", "query_tokens"):
+            if name in knobs:
+                raise InvalidArgument(f"search_page does not take {name} (search does)")
         params = calls.page_params(self._params(collection, query, embedding, page_size, filter, knobs), cursor)
         kind = calls.cursor_kind(cursor)
         config = None

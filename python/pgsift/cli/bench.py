@@ -1,5 +1,5 @@
 """`pgsift bench quality|scale|finalize|fusion|ingest|vectors|rls|compare|structure|languages|snippets|reembed|
-pages|maxsim`: the benchmarks, each on a migrated database."""
+pages|maxsim|legs`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -88,6 +88,12 @@ def cmd_bench_snippets(args: argparse.Namespace) -> int:
     from .. import bench_snippets
     return _bench(args, bench_snippets, lambda conn: bench_snippets.run_snippets(
         conn, Path(args.dataset), queries=args.queries))
+
+
+def cmd_bench_legs(args: argparse.Namespace) -> int:
+    from .. import bench_legs
+    return _bench(args, bench_legs, lambda conn: bench_legs.run_legs(
+        conn, Path(args.dataset), models=tuple(args.models) if args.models else None, keep=args.keep))
 
 
 def cmd_bench_maxsim(args: argparse.Namespace) -> int:
@@ -204,6 +210,13 @@ def register(sub: Any) -> None:
     q.add_argument("--queries", type=int, default=100, help="queries, the first of the split (default 100)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_snippets)
+
+    q = add_command(bench_sub, "legs", "two dense spaces + BM25 fused by rrf, dbsf and convex vs two legs")
+    q.add_argument("--dataset", required=True, help="BEIR folder with two models under embeddings/")
+    q.add_argument("--models", nargs=2, help="the built-in space's model and the added one's (default: by name)")
+    q.add_argument("--keep", action="store_true", help="keep the collection it loads (bench_legs)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_legs)
 
     q = add_command(bench_sub, "maxsim", "what the late-interaction (MaxSim) rerank costs at N = 50 and 100")
     q.add_argument("--chunks", type=int, default=500, help="chunks of the synthetic collection (default 500)")
