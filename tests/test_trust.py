@@ -45,7 +45,7 @@ OWNED = {
                         "(select collection_id from sift.collections where tenant = %(t)s)))",
 }
 BY_COLLECTION = ("documents", "chunks", "sections", "vector_spaces", "chunk_vectors", "chunk_tokens",
-                 "chunk_token_sizes", "collection_lexical_stats",
+                 "chunk_token_sizes", "chunk_enrichments", "enrichment_runs", "collection_lexical_stats",
                  "term_df", "term_df_pending",
                  "term_lists", "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets",
                  "eval_runs")
@@ -73,6 +73,16 @@ def tenants(db):
         client.add_vector_space("docs", "alt", dimensions=DIMS)
         todo = client.missing_space_vectors("docs", "alt", limit=30)
         client.write_space_vectors("docs", "alt", [t[0] for t in todo], [np.ones(DIMS)] * len(todo))
+        # What a model wrote for some chunks, and a run, of every tenant.
+        with client.transaction() as conn:
+            conn.execute("insert into sift.chunk_enrichments (chunk_id, collection_id, enrichment_key, context, "
+                         "questions) select chunk_id, 0, md5(chunk_id::text) || md5(chunk_id::text), 'ctx', "
+                         "array['why?'] from sift.chunks where collection_id in (select collection_id from "
+                         "sift.collections where tenant = %s) order by chunk_id limit 5", [tenant])
+            conn.execute("insert into sift.enrichment_runs (document_id, collection_id, model, chunks) "
+                         "select document_id, 0, 'm', 2 from sift.documents where collection_id in (select "
+                         "collection_id from sift.collections where tenant = %s) order by document_id limit 2",
+                         [tenant])
         # Token vectors for late interaction on some chunks of every tenant.
         client.write_token_vectors("docs", {t[0]: np.ones((2, 4)) * (t_i + 1) for t in todo[:10]})
         with client.transaction() as conn:
@@ -218,6 +228,14 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("candidates_spaces", rows("select * from sift.candidates(collections => array[%s, 'docs'], "
                                    "query_text => 'alpha', spaces => array['alt'], space_embeddings => %s::vector[])",
                                    [name, [vec]])),
+        ("enrichment_history", rows("select * from sift.enrichment_history(%s)", [name])),
+        ("insert enrichment", one("insert into sift.chunk_enrichments (chunk_id, collection_id, enrichment_key, "
+                                  "context) values (%s, 0, repeat('a', 64), 'planted') returning chunk_id",
+                                  [chunk_ids[0]])),
+        ("insert enrichment run", one("insert into sift.enrichment_runs (document_id, collection_id) values (%s, 0) "
+                                      "returning document_id", [doc_id])),
+        ("update enrichments", one("update sift.chunk_enrichments set context = 'x' where chunk_id = any(%s) "
+                                   "returning chunk_id", [chunk_ids])),
         ("search_tokens", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector, "
                                "query_tokens => %s::vector[])", [name, vec, ["[1,1,1,1]"]])),
         ("insert chunk tokens", one("insert into sift.chunk_tokens (chunk_id, collection_id, tokens, dimensions, "

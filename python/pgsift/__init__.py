@@ -5,7 +5,7 @@ them (Client, AsyncClient), installs them (migrate), and makes the one call
 that must leave the database, the hosted rerank (pgsift.rerankers).
 """
 
-from . import rerankers
+from . import enrich, rerankers
 from .client import Client
 from .client_async import AsyncClient
 from .errors import (
@@ -60,13 +60,52 @@ from .version import VERSION
 __version__ = VERSION   # pgsift.version: the one source (pyproject.toml reads it too)
 
 __all__ = [
-    "AsyncClient", "Candidate", "Chunk", "Client", "Collection", "CollectionExists", "CollectionNotFound",
-    "DimensionMismatch", "Document", "DocumentNotFound", "Embedder", "EmbedderUnavailable", "EvaluationUnavailable",
-    "Explanation", "GoldenSetExists", "GoldenSetNotFound", "Hit", "ImmutableChunk", "IncompatibleCollections",
-    "InvalidArgument", "InvalidCursor", "InvalidKnob", "Knob", "MaxSimScore", "MigrationError", "Page",
+    "AsyncClient",
+    "Candidate",
+    "Chunk",
+    "Client",
+    "Collection",
+    "CollectionExists",
+    "CollectionNotFound",
+    "DimensionMismatch",
+    "Document",
+    "DocumentNotFound",
+    "Embedder",
+    "EmbedderUnavailable",
+    "EvaluationUnavailable",
+    "Explanation",
+    "GoldenSetExists",
+    "GoldenSetNotFound",
+    "Hit",
+    "ImmutableChunk",
+    "IncompatibleCollections",
+    "InvalidArgument",
+    "InvalidCursor",
+    "InvalidKnob",
+    "Knob",
+    "MaxSimScore",
+    "MigrationError",
+    "Page",
     "PermissionDenied",
-    "PgsiftError", "ReadOnlyDatabase", "ReembedReport", "Reranked", "RerankerConfig", "RerankerNotAllowed",
-    "ResolvedSection", "SearchResult", "Section", "SectionNotFound", "ServerUnavailable", "SpaceIncomplete",
-    "SpaceNotFound", "TenantError", "UnknownLanguage", "VectorSpace", "amigrate", "install_script", "migrate",
+    "PgsiftError",
+    "ReadOnlyDatabase",
+    "ReembedReport",
+    "Reranked",
+    "RerankerConfig",
+    "RerankerNotAllowed",
+    "ResolvedSection",
+    "SearchResult",
+    "Section",
+    "SectionNotFound",
+    "ServerUnavailable",
+    "SpaceIncomplete",
+    "SpaceNotFound",
+    "TenantError",
+    "UnknownLanguage",
+    "VectorSpace",
+    "amigrate",
+    "enrich",
+    "install_script",
+    "migrate",
     "rerankers",
 ]

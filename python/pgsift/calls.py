@@ -387,6 +387,53 @@ def token_arrays(chunk_ids: Mapping[tuple[int, int], int], document_ids: list[in
         yield {"chunk_ids": ids, "token_vectors": vectors}
 
 
+def fresh_copy(doc: Document) -> Document:
+    """A document and its chunks copied, so enriching never changes the caller's objects."""
+    if not isinstance(doc, Document):
+        raise InvalidArgument(f"documents must be pgsift.Document, got {type(doc).__name__}")
+    return dataclasses.replace(doc, chunks=[dataclasses.replace(c) for c in doc.chunks],
+                               sections=list(doc.sections), metadata=dict(doc.metadata or {}))
+
+
+def enrichment_keys(docs: Sequence[Document], model: str, settings: Any) -> list[list[str]]:
+    """Each chunk's cache key (pgsift.enrich.enrichment_key), per document."""
+    from .enrich import enrichment_key
+
+    out = []
+    for doc in docs:
+        whole = "\n\n".join(check_text(c.content, f"the text of a chunk of {doc.source_uri!r}", blank=False)
+                             for c in doc.chunks)
+        out.append([enrichment_key(c.content, whole, model, settings) for c in doc.chunks])
+    return out
+
+
+def embed_chunks(docs: Sequence[Document], embedder: Any) -> None:
+    """Embed every chunk again from its context and text (as ingest embeds them)."""
+    chunks = [c for d in docs for c in d.chunks]
+    texts = [f"{c.context}\n\n{c.content}" if c.context else c.content for c in chunks]
+    for start in range(0, len(texts), 256):
+        for chunk, vector in zip(chunks[start:start + 256], embedder.embed(texts[start:start + 256]), strict=True):
+            chunk.embedding = vector
+
+
+def enrichment_rows(chunk_ids: Mapping[tuple[int, int], int],
+                    documents: Sequence[tuple[int, Document]]) -> list[dict[str, Any]]:
+    """chunk_enrichments rows of written documents (chunk ids by (document id, ordinal))."""
+    rows = []
+    for doc_id, doc in documents:
+        for ordinal, chunk in enumerate(doc.chunks):
+            e = chunk.enrichment
+            if e is not None:
+                rows.append({"chunk_id": chunk_ids[(doc_id, ordinal)], "key": e.key, "context": e.context,
+                             "questions": list(e.questions), "model": e.model})
+    return rows
+
+
+def run_row(document_id: int, run: Any) -> dict[str, Any]:
+    """An enrichment_runs row."""
+    return {"document_id": document_id, **dataclasses.asdict(run)}
+
+
 def chunk_token_params(collection: Any, tokens: Mapping[int, Any]) -> list[dict[str, Any]]:
     """write_token_vectors' statements for {chunk_id: its token vectors}, checked."""
     name = check_text(collection, "collection")

@@ -24,16 +24,20 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import class_row
 
-from . import calls, vectors
+from . import calls, enrich, vectors
 from . import queries as q
+from .enrich import Enricher
 from .errors import InvalidArgument, SpaceIncomplete, translate
 from .languages import detect
 from .migrate_async import migrate
 from .models import (
     Candidate,
+    ChunkEnrichment,
     Collection,
     Document,
     Embedder,
+    EnrichmentRecord,
+    EnrichmentRun,
     Explanation,
     Hit,
     Knob,
@@ -422,14 +426,92 @@ class AsyncClient:
             await conn.execute(q.WRITE_SECTIONS, sections, prepare=False)
         for arrays in calls.chunk_arrays(doc_ids, batch):
             await conn.execute(q.WRITE_CHUNKS, arrays, prepare=False)
-        if any(row[6] is not None for _, _, rows in batch for row in rows):
+        enriched = [(d, doc) for d, (doc, _, _) in zip(doc_ids, batch, strict=True)
+                    if doc.enrichment_run is not None or any(c.enrichment for c in doc.chunks)]
+        if any(row[6] is not None for _, _, rows in batch for row in rows) or enriched:
             # Token vectors go in with their chunks, in the same transaction.
             cur2 = await conn.execute(q.CHUNK_IDS_OF_DOCUMENTS, {"document_ids": doc_ids}, prepare=False)
             found = await cur2.fetchall()
             ids = {(int(d), int(o)): int(c) for d, o, c, _ in found}
             for tokens in calls.token_arrays(ids, doc_ids, batch):
                 await conn.execute(q.WRITE_TOKEN_VECTORS, {"collection": found[0][3], **tokens}, prepare=False)
+            # What a model wrote for the chunks, and what it spent, with them.
+            cur3 = conn.cursor()
+            rows = calls.enrichment_rows(ids, enriched)
+            if rows:
+                await cur3.executemany(q.INSERT_ENRICHMENT, rows)
+            runs = [calls.run_row(d, doc.enrichment_run) for d, doc in enriched if doc.enrichment_run is not None]
+            if runs:
+                await cur3.executemany(q.INSERT_ENRICHMENT_RUN, runs)
         return doc_ids
+
+    async def enrich_documents(self, collection: str, documents: Iterable[Document], enricher: Enricher, *,
+                               context: bool = True, questions: int = 3, questions_as: str = "embedding",
+                               budget_tokens: int | None = None, max_document_tokens: int = 6000,
+                               rates: Mapping[str, tuple[float, float]] | None = None,
+                               embedder: Embedder | None = None) -> list[Document]:
+        """Documents with what `enricher` writes for each chunk (a context placing it in its
+        document, `questions` it answers), ready for `upsert_documents`, which writes it
+        apart from the chunk's text with the run's spend. Writes nothing itself.
+
+        Each chunk's context becomes its header (the `context` given), the model's context and
+        its questions (`questions_as` "embedding": embedded with the text; the lexical leg sees
+        them too), and it is embedded again (`embedder`, else the client's). Text unchanged
+        since an earlier ingestion (same document, settings and model) reuses what was written
+        and calls nothing. A failed call is a warning: the chunk keeps its header. A document
+        stops calling once it has spent `budget_tokens` (the rest keep their header)."""
+        settings = enrich.Settings(context=context, questions=questions, questions_as=questions_as,
+                                   max_document_tokens=max_document_tokens)
+        settings.check()
+        if budget_tokens is not None and budget_tokens < 0:
+            raise InvalidArgument("budget_tokens must be at least 0")
+        embedder = embedder or self.embedder
+        if embedder is None:
+            raise InvalidArgument("enriched chunks are embedded again: give an embedder (or the client one)")
+        docs = [calls.fresh_copy(d) for d in documents]
+        keys = calls.enrichment_keys(docs, enricher.model, settings)
+        cached = {r[0]: r for r in await self._rows([(q.CACHED_ENRICHMENTS, {
+            "collection": calls.check_text(collection, "collection"),
+            "keys": sorted({k for ks in keys for k in ks})})])}
+        for doc, doc_keys in zip(docs, keys, strict=True):
+            run = EnrichmentRun(model=enricher.model, chunks=len(doc.chunks))
+            for i, (chunk, key) in enumerate(zip(doc.chunks, doc_keys, strict=True)):
+                if key in cached:
+                    _, ctx, qs, model = cached[key]
+                    run.reused += 1
+                    chunk.enrichment = ChunkEnrichment(key, ctx, list(qs or []), model)
+                elif budget_tokens is not None and run.input_tokens + run.output_tokens >= budget_tokens:
+                    run.skipped += 1
+                    continue
+                else:
+                    got = enricher.enrich(enrich.document_text(doc, i, max_document_tokens), chunk.content,
+                                          context=context, questions=questions)
+                    run.input_tokens += got.input_tokens
+                    run.output_tokens += got.output_tokens
+                    if got.warning:
+                        run.warnings.append(f"chunk {i}: {got.warning}")
+                        enrich.log.warning("enrichment of %s chunk %d: %s", doc.source_uri, i, got.warning)
+                    if got.failed:
+                        run.failed += 1
+                        continue
+                    run.enriched += 1
+                    chunk.enrichment = ChunkEnrichment(key, got.context, got.questions, enricher.model)
+                chunk.context = enrich.compose_context(chunk.context, chunk.enrichment.context,
+                                                       chunk.enrichment.questions)
+            if run.skipped:
+                run.warnings.append(f"token budget of {budget_tokens} reached: {run.skipped} chunk(s) keep the "
+                                    "deterministic header")
+            run.cost_usd = enrich.price(enricher.model, run.input_tokens, run.output_tokens, rates)
+            doc.enrichment_run = run
+        calls.embed_chunks(docs, embedder)
+        return docs
+
+    async def enrichment_history(self, collection: str, source_uri: str | None = None) -> list[EnrichmentRecord]:
+        """What each ingestion with enrichment spent and what went wrong, per document."""
+        return await self._rows([(q.ENRICHMENT_HISTORY, {
+            "collection": calls.check_text(collection, "collection"),
+            "source_uri": None if source_uri is None else calls.check_text(source_uri, "source_uri")})],
+            EnrichmentRecord)
 
     async def replace_documents(self, collection: str, documents: Iterable[Document], *,
                                 source_prefix: str | None = None, filter: dict[str, Any] | None = None,

@@ -68,6 +68,56 @@ class Chunk:
     token_count: int | None = None
     section: int | None = None
     token_vectors: Sequence[Vector] | npt.NDArray[Any] | None = None
+    # Set by Client.enrich_documents: what the model wrote (written with the chunk).
+    enrichment: ChunkEnrichment | None = None
+
+
+@dataclass(frozen=True)
+class ChunkEnrichment:
+    """What a language model wrote for a chunk (pgsift.enrich), kept apart from its text, and
+    the cache key it is found again by."""
+
+    key: str
+    context: str | None
+    questions: list[str]
+    model: str | None
+
+
+@dataclass
+class EnrichmentRun:
+    """One document's enrichment in one ingestion: chunks enriched, reused (unchanged text,
+    no call), failed and skipped (past the token budget), tokens, cost (None: cannot price)
+    and warnings. Recorded with the document (sift.enrichment_history)."""
+
+    model: str
+    chunks: int = 0
+    enriched: int = 0
+    reused: int = 0
+    failed: int = 0
+    skipped: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EnrichmentRecord:
+    """One row of sift.enrichment_history: a recorded run of a document."""
+
+    source_uri: str
+    run_id: int
+    model: str | None
+    chunks: int
+    enriched: int
+    reused: int
+    failed: int
+    skipped: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    warnings: list[str]
+    created_at: datetime
 
 
 @dataclass
@@ -82,6 +132,8 @@ class Document:
     created_at: datetime | None = None
     modified_at: datetime | None = None
     sections: list[Section] = field(default_factory=list)
+    # Set by Client.enrich_documents: what enriching it spent (recorded with the document).
+    enrichment_run: EnrichmentRun | None = None
 
 
 @dataclass(frozen=True)

@@ -227,6 +227,32 @@ MAXSIM = _select(models.MaxSimScore, "sift.maxsim", """
     chunk_ids => %(chunk_ids)s::bigint[],
     query_tokens => %(query_tokens)s""")
 
+# -- enrichment ----------------------------------------------------------------------------
+
+CACHED_ENRICHMENTS = """
+select distinct on (e.enrichment_key) e.enrichment_key, e.context, e.questions, e.model
+from sift.chunk_enrichments e
+where e.collection_id = (select c.collection_id from sift._collection(collection => %(collection)s::text) c)
+  and e.enrichment_key = any (%(keys)s::text[])
+order by e.enrichment_key, e.chunk_id
+"""
+
+INSERT_ENRICHMENT = """
+insert into sift.chunk_enrichments (chunk_id, collection_id, enrichment_key, context, questions, model)
+values (%(chunk_id)s::bigint, 0, %(key)s::text, %(context)s::text, %(questions)s::text[], %(model)s::text)
+"""
+
+INSERT_ENRICHMENT_RUN = """
+insert into sift.enrichment_runs (document_id, collection_id, model, chunks, enriched, reused, failed, skipped,
+                                  input_tokens, output_tokens, cost_usd, warnings)
+values (%(document_id)s::bigint, 0, %(model)s::text, %(chunks)s::integer, %(enriched)s::integer,
+        %(reused)s::integer, %(failed)s::integer, %(skipped)s::integer, %(input_tokens)s::bigint,
+        %(output_tokens)s::bigint, %(cost_usd)s::float8, %(warnings)s::text[])
+"""
+
+ENRICHMENT_HISTORY = _select(models.EnrichmentRecord, "sift.enrichment_history",
+                             "collection => %(collection)s::text, source_uri => %(source_uri)s::text")
+
 # The ids of the chunks a batch just wrote, by (document, ordinal), and their collection's
 # name, for their token vectors.
 CHUNK_IDS_OF_DOCUMENTS = """

@@ -1,0 +1,184 @@
+"""Enrichment at ingest (pgsift.enrich, Client.enrich_documents): the real `openai` client
+against a loopback chat server (tests/chat_server.py) that injects faults.
+
+A chunk's text never changes; what the model wrote is kept apart (sift.chunk_enrichments),
+reused for unchanged text without a call, and each ingestion's spend and warnings are
+recorded per document (sift.enrichment_history). A failed call never fails the ingestion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from chat_server import ChatServer
+from conftest import unit
+from pgsift import Chunk, Client, Document, InvalidArgument, enrich
+from pgsift.enrich import OpenAIChatEnricher
+
+DIMS = 8
+
+
+class HashEmbedder:
+    """A deterministic stand-in: a unit vector seeded by the text."""
+
+    def embed(self, texts):
+        return np.array([unit(np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16))
+                              .normal(size=DIMS)) for t in texts], dtype=np.float32)
+
+
+def documents(n_docs: int = 2, chunks: int = 3, prefix: str = "page") -> list[Document]:
+    texts = ["Refunds are paid within 14 days of a return.", "Parcels ship every weekday morning.",
+             "Invoices are sent on the first of the month.", "Lunch is served at noon in the canteen."]
+    return [Document(source_uri=f"{prefix}-{d}.md", title=f"Page {d}",
+                     chunks=[Chunk(content=f"{texts[(d + i) % len(texts)]} (part {i} of page {d})", embedding=None,
+                                   context=f"Page {d} > Part {i}")
+                             for i in range(chunks)])
+            for d in range(n_docs)]
+
+
+@pytest.fixture
+def kb(db):
+    client = Client(db, embedder=HashEmbedder())
+    client.create_collection("kb", embedding_dims=DIMS)
+    return client
+
+
+def enricher(server: ChatServer, model: str = "gpt-4o-mini", **kw) -> OpenAIChatEnricher:
+    return OpenAIChatEnricher(model, base_url=server.base_url, api_key="test-key", timeout=kw.pop("timeout", 5.0),
+                              max_retries=kw.pop("max_retries", 0))
+
+
+def test_enriched_chunks_are_written_apart_reused_and_searchable(kb, db):
+    docs = documents()
+    with ChatServer() as server:
+        enriched = kb.enrich_documents("kb", docs, enricher(server), questions=3)
+        assert len(server.requests) == 6
+        # The document first, the same message for every chunk of it: a cacheable prefix.
+        firsts = [r["messages"][1]["content"] for r in server.requests]
+        assert firsts[0] == firsts[1] == firsts[2] and firsts[3] == firsts[4] == firsts[5] != firsts[0]
+        assert "Refunds are paid" in firsts[0] and server.requests[0]["model"] == "gpt-4o-mini"
+    assert docs[0].chunks[0].context == "Page 0 > Part 0" and docs[0].chunks[0].embedding is None   # untouched
+    chunk = enriched[0].chunks[0]
+    assert chunk.content == docs[0].chunks[0].content   # the text never changes
+    assert chunk.context.startswith("Page 0 > Part 0\n\nThis chunk comes from a handbook page")
+    assert "Questions: What does the handbook say about" in chunk.context
+    assert chunk.enrichment is not None and len(chunk.enrichment.questions) == 3
+    np.testing.assert_allclose(chunk.embedding, HashEmbedder().embed([f"{chunk.context}\n\n{chunk.content}"])[0])
+    run = enriched[0].enrichment_run
+    assert (run.chunks, run.enriched, run.reused, run.failed, run.skipped) == (3, 3, 0, 0, 0)
+    assert run.input_tokens > 0 and run.output_tokens > 0 and run.cost_usd is not None and run.cost_usd > 0
+    kb.upsert_documents("kb", enriched)
+    stored = db.execute("select e.context, e.questions, e.model, k.content from sift.chunk_enrichments e "
+                        "join sift.chunks k using (chunk_id) order by k.chunk_id").fetchall()
+    assert len(stored) == 6 and all(len(q) == 3 and m == "gpt-4o-mini" for _, q, m, _ in stored)
+    assert stored[0][3] == docs[0].chunks[0].content
+    history = kb.enrichment_history("kb")
+    assert [(h.source_uri, h.enriched, h.reused) for h in history] == [("page-0.md", 3, 0), ("page-1.md", 3, 0)]
+    assert history[0].cost_usd == pytest.approx(run.cost_usd)
+    # The lexical leg sees the questions: a word only they hold finds the chunks.
+    assert {h.chunk_id for h in kb.search("kb", "handbook", top_k=10)} == {r[0] for r in db.execute(
+        "select chunk_id from sift.chunk_enrichments").fetchall()}
+
+    # Again, unchanged: nothing is sent, everything is reused.
+    with ChatServer() as server:
+        again = kb.enrich_documents("kb", documents(), enricher(server), questions=3)
+        assert server.requests == []
+    assert [c.context for d in again for c in d.chunks] == [c.context for d in enriched for c in d.chunks]
+    assert again[0].enrichment_run.reused == 3 and again[0].enrichment_run.input_tokens == 0
+    kb.upsert_documents("kb", again)
+    assert db.execute("select count(*) from sift.chunk_enrichments").fetchone()[0] == 6
+    # One chunk's text changed: that one is sent, the others reused.
+    changed = documents()
+    changed[1].chunks[2].content = "Refund requests over 500 euros need a manager's approval."
+    with ChatServer() as server:
+        third = kb.enrich_documents("kb", changed, enricher(server), questions=3)
+        assert len(server.requests) == 3   # the changed document's text changed: its chunks' keys did too
+    assert third[0].enrichment_run.reused == 3 and third[1].enrichment_run.enriched == 3
+    # Other settings are other keys.
+    with ChatServer() as server:
+        kb.enrich_documents("kb", documents(), enricher(server), questions=2)
+        assert len(server.requests) == 6
+
+
+def test_faults_are_warnings_and_the_document_still_indexes(kb, db, figure):
+    faults = ["429", "500", "malformed", "empty", "too_many", "too_few", "fenced", "long", "slow", "ok"]
+    docs = documents(n_docs=1, chunks=len(faults))
+    with ChatServer(faults=faults, delay=3.0) as server:
+        got = kb.enrich_documents("kb", docs, enricher(server, timeout=1.0), questions=3)
+    run = got[0].enrichment_run
+    assert (run.enriched, run.failed) == (5, 5)
+    text = "\n".join(run.warnings)
+    for expected in ("chunk 0: call failed: RateLimitError", "chunk 1: call failed: InternalServerError",
+                     "chunk 2: malformed output", "chunk 3: empty output", "chunk 4: 8 questions: kept the first 3",
+                     "chunk 5: asked for 3 questions, got 1", "chunk 7: context had 300 words: cut to 100",
+                     "chunk 8: call failed: APITimeoutError"):
+        assert expected in text, (expected, text)
+    assert "chunk 6" not in text and "chunk 9" not in text   # a fenced answer is read as it is
+    failed = {0, 1, 2, 3, 8}
+    for i, chunk in enumerate(got[0].chunks):
+        assert (chunk.enrichment is None) == (i in failed)
+        assert chunk.context == (f"Page 0 > Part {i}" if i in failed else chunk.context)
+    assert len(got[0].chunks[4].enrichment.questions) == 3 and len(got[0].chunks[5].enrichment.questions) == 1
+    assert len(got[0].chunks[7].enrichment.context.split()) == 100
+    kb.upsert_documents("kb", got)
+    assert db.execute("select count(*) from sift.chunks").fetchone()[0] == len(faults)
+    assert db.execute("select count(*) from sift.chunk_enrichments").fetchone()[0] == 5
+    assert kb.enrichment_history("kb")[0].warnings == run.warnings
+    figure("chat faults met by enrichment, each a warning, 0 failed ingestions", len(faults))
+
+
+def test_the_client_retries_what_it_retries(kb):
+    with ChatServer(faults=["429", "500", "ok"]) as server:
+        got = kb.enrich_documents("kb", documents(n_docs=1, chunks=1), enricher(server, max_retries=2))
+        assert len(server.requests) == 3
+    assert got[0].enrichment_run.enriched == 1 and got[0].enrichment_run.warnings == []
+
+
+def test_a_token_budget_stops_a_document_not_the_ingestion(kb, db):
+    with ChatServer() as server:
+        got = kb.enrich_documents("kb", documents(n_docs=2, chunks=4), enricher(server), budget_tokens=1)
+        assert len(server.requests) == 2   # one call per document, then its budget is spent
+    for doc in got:
+        run = doc.enrichment_run
+        assert (run.enriched, run.skipped) == (1, 3)
+        assert any("token budget of 1 reached: 3 chunk(s) keep the deterministic header" in w for w in run.warnings)
+        assert [c.context for c in doc.chunks[1:]] == [f"{doc.title} > Part {i}" for i in range(1, 4)]
+    kb.upsert_documents("kb", got)
+    assert db.execute("select count(*) from sift.chunks").fetchone()[0] == 8
+
+
+def test_a_long_document_sends_its_outline_and_the_chunks_section(kb):
+    doc = Document(source_uri="long.md", title="The long page", chunks=[
+        Chunk(content=f"Paragraph {i}: " + "refunds and parcels " * 40, embedding=None) for i in range(12)])
+    with ChatServer() as server:
+        kb.enrich_documents("kb", [doc], enricher(server), max_document_tokens=300)
+        shown = server.requests[5]["messages"][1]["content"]
+    assert "Outline:\nThe long page" in shown and "Paragraph 5:" in shown and "Paragraph 11:" not in shown
+
+
+def test_estimate_prices_or_says_it_cannot():
+    docs = documents(n_docs=3, chunks=4)
+    priced = enrich.estimate(docs, "gpt-4o-mini")
+    assert priced.chunks == 12 and priced.input_tokens > 12 * 50 and priced.cost_usd is not None
+    assert priced.cost_usd == pytest.approx((priced.input_tokens * 0.15 + priced.output_tokens * 0.60) / 1e6)
+    unknown = enrich.estimate(docs, "my-local-llama")
+    assert unknown.cost_usd is None and unknown.note.startswith("cannot price")
+    assert enrich.estimate(docs, "my-local-llama", rates={"my-local-llama": (0, 0)}).cost_usd == 0
+
+
+def test_bad_arguments_are_refused_before_any_call(kb, db):
+    with ChatServer() as server:
+        e = enricher(server)
+        for kwargs, match in (({"questions": 6}, "questions must be 0 to 5"),
+                              ({"context": False, "questions": 0}, "asks for nothing"),
+                              ({"questions_as": "vectors"}, "not yet"),
+                              ({"budget_tokens": -1}, "budget_tokens")):
+            with pytest.raises(InvalidArgument, match=match):
+                kb.enrich_documents("kb", documents(), e, **kwargs)
+        with pytest.raises(InvalidArgument, match="embedder"):
+            Client(db).enrich_documents("kb", documents(), e)
+        assert server.requests == []
+    with pytest.raises(InvalidArgument, match="model"):
+        OpenAIChatEnricher("", base_url="http://127.0.0.1:9/v1")
