@@ -53,6 +53,7 @@ create table sift.enrichment_runs (
                                              and skipped >= 0 and input_tokens >= 0 and output_tokens >= 0)
 );
 create index enrichment_runs_document_idx on sift.enrichment_runs (document_id, run_id);
+create index enrichment_runs_collection_idx on sift.enrichment_runs (collection_id, run_id);
 alter table sift.enrichment_runs enable row level security;
 comment on table sift.enrichment_runs is
     'One row per ingestion of a document with enrichment: what it spent (tokens, cost when the '

@@ -72,3 +72,70 @@ comment on function sift.enrichment_history(text, text) is
     'What each ingestion with enrichment spent and what went wrong, per document of the collection '
     '(one, with source_uri): chunks enriched, reused (no call), failed and skipped (past the '
     'budget), tokens, cost (null: the model''s rates are unknown) and warnings. Read-only.';
+
+
+create or replace function sift._question_vectors_before_write()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    col   sift.collections;
+    space sift.vector_spaces;
+begin
+    -- The chunk's collection, as the caller sees it; the vector must fit the
+    -- collection's active space (the one the dense leg searches).
+    select k.collection_id into new.collection_id from sift.chunks k where k.chunk_id = new.chunk_id;
+    if new.collection_id is null then
+        raise exception 'chunk % is not a chunk the tenant has', new.chunk_id using errcode = 'SF006';
+    end if;
+    select c.* into col from sift.collections c where c.collection_id = new.collection_id;
+    space := sift._space(col, null);
+    perform sift._check_dims(space.dimensions, space.distance,
+                             format('the active space of collection "%s"', col.name), new.embedding,
+                             format('the vector of question %s of chunk %s', new.ordinal, new.chunk_id));
+    return new;
+end;
+$$;
+comment on function sift._question_vectors_before_write() is
+    'Trigger: a question vector takes its chunk''s collection (SF006 for a chunk the tenant does not '
+    'have) and must fit the collection''s active space (SF002).';
+
+create or replace trigger question_vectors_before_write
+    before insert or update on sift.question_vectors
+    for each row execute function sift._question_vectors_before_write();
+
+
+create or replace function sift._question_leg(
+    collection_id bigint, metric text, query @extschema:vector@.vector, filter jsonb, n integer)
+returns table (chunk_id bigint, ordinal smallint, distance double precision)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+rows 100
+as $$
+#variable_conflict use_column
+declare
+    fpath jsonpath := sift.filter_path(filter);
+begin
+    -- The n nearest chunks by their best question, exact (a few questions a
+    -- chunk), inside the metadata filter; each chunk once, at its best question.
+    return query execute format(
+        'select b.chunk_id, b.ordinal, b.d from (
+             select distinct on (q.chunk_id) q.chunk_id, q.ordinal, q.embedding %1$s $1 as d
+             from sift.question_vectors q
+             %2$s
+             where q.collection_id = $2 %3$s
+             order by q.chunk_id, q.embedding %1$s $1, q.ordinal) b
+         order by b.d, b.chunk_id
+         limit $4',
+        sift._distance_operator(metric),
+        case when fpath is null then ''
+             else 'join sift.chunks k on k.chunk_id = q.chunk_id join sift.documents d on d.document_id = k.document_id' end,
+        case when fpath is null then ''
+             else 'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true)' end)
+    using query, collection_id, fpath, n;
+end;
+$$;
+comment on function sift._question_leg(bigint, text, @extschema:vector@.vector, jsonb, integer) is
+    'Internal: the n chunks nearest the query by their best question vector (exact), inside the '
+    'metadata filter, with which question and its distance.';

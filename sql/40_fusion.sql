@@ -282,6 +282,7 @@ declare
     ids         bigint[] := '{}';
     raws        double precision[] := '{}';
     higher      boolean[];
+    qmatch      smallint[];
 begin
     select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
     into ran, tsq, terms, lift, sink, configs
@@ -302,6 +303,28 @@ begin
                              space.dense_precision = 'half',
                              case when not sift._space_dedicated(space) then null
                                   when space.builtin then space.collection_id else space.space_id end) x;
+        -- Questions as vectors of their own (in the active space): each chunk
+        -- at its best, its own vector or its best question's; qmatch says
+        -- which question placed it (null: its own vector).
+        if knobs.dense_space is null
+           and exists (select 1 from sift.question_vectors q where q.collection_id = col.collection_id) then
+            with a as (
+                select u.id as chunk_id, u.d, null::smallint as qo
+                from unnest(dense_ids, dense_raw) as u(id, d)
+                union all
+                select x.chunk_id, x.distance, x.ordinal
+                from sift._question_leg(col.collection_id, space.distance, query_embedding, _pool.filter, n) x
+            ), b as (
+                select distinct on (a.chunk_id) a.chunk_id, a.d, a.qo
+                from a order by a.chunk_id, a.d, a.qo nulls first
+            ), c as (
+                select b.* from b order by b.d, b.chunk_id limit n
+            )
+            select array_agg(c.chunk_id order by c.d, c.chunk_id), array_agg(c.d order by c.d, c.chunk_id),
+                   array_agg(c.qo order by c.d, c.chunk_id)
+            into dense_ids, dense_raw, qmatch
+            from c;
+        end if;
     end if;
     if 'lexical' = any (ran) then
         select array_agg(x.chunk_id order by x.rank) filter (where x.chunk_id is not null),
@@ -345,7 +368,9 @@ begin
                          and exists (select 1 from unnest(f.ranks) with ordinality as r(v, o) where r.o <> 2 and r.v is not null)
                     then 'both'
                     when f.ranks[2] is null then 'dense' else 'lexical' end,
-               ran, tsq::text, configs, exact, f.details
+               ran, tsq::text, configs, exact,
+               case when qmatch[f.ranks[1]] is null then f.details
+                    else pg_catalog.jsonb_set(f.details, '{dense,question}', pg_catalog.to_jsonb(qmatch[f.ranks[1]])) end
         from sift._fuse(names, weights, leg_of, ids, raws, higher, knobs.fusion, knobs.rrf_k) f
         join sift.chunks c on c.chunk_id = f.chunk_id
         order by f.fused_rank, f.chunk_id;
@@ -362,7 +387,7 @@ begin
            pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
                'dense', case when f.dense_rank is not null then pg_catalog.jsonb_build_object(
                    'rank', f.dense_rank, 'raw', dense_raw[f.dense_rank], 'weight', w,
-                   'contribution', w / (knobs.rrf_k + f.dense_rank)) end,
+                   'contribution', w / (knobs.rrf_k + f.dense_rank), 'question', qmatch[f.dense_rank]) end,
                'lexical', case when f.lexical_rank is not null then pg_catalog.jsonb_build_object(
                    'rank', f.lexical_rank, 'raw', lexical_raw[f.lexical_rank], 'weight', 1 - w,
                    'contribution', (1 - w) / (knobs.rrf_k + f.lexical_rank)) end))

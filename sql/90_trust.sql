@@ -80,6 +80,9 @@ select sift._ensure_policy('sift.vector_spaces', 'tenant_rows',
 select sift._ensure_policy('sift.chunk_vectors', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
+select sift._ensure_policy('sift.question_vectors', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
 select sift._ensure_policy('sift.chunk_enrichments', 'tenant_rows',
     $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
     $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
@@ -156,7 +159,7 @@ grant execute on function sift._ensure_space_index(bigint, name), sift._drop_orp
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
     sift.vector_spaces, sift.chunk_vectors, sift.chunk_tokens, sift.chunk_token_sizes,
-    sift.chunk_enrichments, sift.enrichment_runs,
+    sift.chunk_enrichments, sift.enrichment_runs, sift.question_vectors,
     sift.language_configs, sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs,
@@ -171,6 +174,7 @@ grant select on sift.tenant_roles to sift_gateway;
 
 grant insert, update, delete on sift.documents, sift.chunks, sift.sections, sift.collection_configs,
     sift.chunk_vectors, sift.chunk_tokens, sift.chunk_token_sizes, sift.chunk_enrichments, sift.enrichment_runs,
+    sift.question_vectors,
     sift.collection_lexical_stats,
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs

@@ -54,7 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(asked.group(1)) if asked else 0
         text = chunk.group(1) if chunk else ""
         words = text.split()
-        context = f"This chunk comes from a handbook page and covers {' '.join(words[:6])}."
+        context = f"This chunk comes from a company page and covers {' '.join(words[:6])}."
         questions = [f"What does the handbook say about {w.strip('.,')}?" for w in (words * 5)[:n]]
         if fault == "too_many":
             questions = [f"Question {i} about {words[0] if words else 'it'}?" for i in range(8)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import psycopg
 import pytest
 from chat_server import ChatServer
 from conftest import unit
@@ -18,6 +19,31 @@ from pgsift import Chunk, Client, Document, InvalidArgument, enrich
 from pgsift.enrich import OpenAIChatEnricher
 
 DIMS = 8
+
+
+class FirstWords:
+    """A custom enricher: the document's first words as context, one question per chunk."""
+
+    model = "first-words"
+
+    def enrich(self, document, chunk, *, context, questions):
+        return enrich.Enrichment(context=" ".join(document.split()[:4]) if context else None,
+                                 questions=[f"Which {chunk.split()[0].lower()}?"][:questions])
+
+
+class Broken:
+    """A custom enricher that fails in every way a custom one can."""
+
+    model = "broken"
+
+    def __init__(self):
+        self.calls = 0
+
+    def enrich(self, document, chunk, *, context, questions):
+        self.calls += 1
+        return [lambda: 1 / 0, lambda: "not an Enrichment",
+                lambda: enrich.Enrichment("ok\x00 context", ["", " ", "Why?", "Why?", "a?", "b?", "c?", "d?", "e?"]),
+                lambda: enrich.Enrichment(None, [])][(self.calls - 1) % 4]()
 
 
 class HashEmbedder:
@@ -62,7 +88,7 @@ def test_enriched_chunks_are_written_apart_reused_and_searchable(kb, db):
     assert docs[0].chunks[0].context == "Page 0 > Part 0" and docs[0].chunks[0].embedding is None   # untouched
     chunk = enriched[0].chunks[0]
     assert chunk.content == docs[0].chunks[0].content   # the text never changes
-    assert chunk.context.startswith("Page 0 > Part 0\n\nThis chunk comes from a handbook page")
+    assert chunk.context.startswith("Page 0 > Part 0\n\nThis chunk comes from a company page")
     assert "Questions: What does the handbook say about" in chunk.context
     assert chunk.enrichment is not None and len(chunk.enrichment.questions) == 3
     np.testing.assert_allclose(chunk.embedding, HashEmbedder().embed([f"{chunk.context}\n\n{chunk.content}"])[0])
@@ -77,9 +103,13 @@ def test_enriched_chunks_are_written_apart_reused_and_searchable(kb, db):
     history = kb.enrichment_history("kb")
     assert [(h.source_uri, h.enriched, h.reused) for h in history] == [("page-0.md", 3, 0), ("page-1.md", 3, 0)]
     assert history[0].cost_usd == pytest.approx(run.cost_usd)
-    # The lexical leg sees the questions: a word only they hold finds the chunks.
-    assert {h.chunk_id for h in kb.search("kb", "handbook", top_k=10)} == {r[0] for r in db.execute(
+    # The lexical leg sees the questions: a word only they hold finds the chunks (lexical alone).
+    found = Client(db).search("kb", "handbook", top_k=10)
+    assert found.legs == ["lexical"] and {h.chunk_id for h in found} == {r[0] for r in db.execute(
         "select chunk_id from sift.chunk_enrichments").fetchall()}
+    # Enriching what was enriched composes its context once, from its header.
+    twice = kb.enrich_documents("kb", enriched, FirstWords(), questions=1)
+    assert twice[0].chunks[0].context == "Page 0 > Part 0\n\nRefunds are paid within\n\nQuestions: Which refunds?"
 
     # Again, unchanged: nothing is sent, everything is reused.
     with ChatServer() as server:
@@ -119,7 +149,10 @@ def test_faults_are_warnings_and_the_document_still_indexes(kb, db, figure):
     failed = {0, 1, 2, 3, 8}
     for i, chunk in enumerate(got[0].chunks):
         assert (chunk.enrichment is None) == (i in failed)
-        assert chunk.context == (f"Page 0 > Part {i}" if i in failed else chunk.context)
+        if i in failed:
+            assert chunk.context == f"Page 0 > Part {i}"   # the deterministic header only
+        else:
+            assert chunk.context.startswith(f"Page 0 > Part {i}\n\nThis chunk comes from") or i == 7
     assert len(got[0].chunks[4].enrichment.questions) == 3 and len(got[0].chunks[5].enrichment.questions) == 1
     assert len(got[0].chunks[7].enrichment.context.split()) == 100
     kb.upsert_documents("kb", got)
@@ -138,12 +171,12 @@ def test_the_client_retries_what_it_retries(kb):
 
 def test_a_token_budget_stops_a_document_not_the_ingestion(kb, db):
     with ChatServer() as server:
-        got = kb.enrich_documents("kb", documents(n_docs=2, chunks=4), enricher(server), budget_tokens=1)
-        assert len(server.requests) == 2   # one call per document, then its budget is spent
+        got = kb.enrich_documents("kb", documents(n_docs=2, chunks=4), enricher(server), budget_tokens=500)
+        assert len(server.requests) == 2   # one call per document: a second would pass its budget
     for doc in got:
         run = doc.enrichment_run
-        assert (run.enriched, run.skipped) == (1, 3)
-        assert any("token budget of 1 reached: 3 chunk(s) keep the deterministic header" in w for w in run.warnings)
+        assert (run.enriched, run.skipped) == (1, 3) and run.input_tokens + run.output_tokens <= 500
+        assert any("token budget of 500 reached: 3 chunk(s) keep the deterministic header" in w for w in run.warnings)
         assert [c.context for c in doc.chunks[1:]] == [f"{doc.title} > Part {i}" for i in range(1, 4)]
     kb.upsert_documents("kb", got)
     assert db.execute("select count(*) from sift.chunks").fetchone()[0] == 8
@@ -173,7 +206,7 @@ def test_bad_arguments_are_refused_before_any_call(kb, db):
         e = enricher(server)
         for kwargs, match in (({"questions": 6}, "questions must be 0 to 5"),
                               ({"context": False, "questions": 0}, "asks for nothing"),
-                              ({"questions_as": "vectors"}, "not yet"),
+                              ({"questions_as": "elsewhere"}, "questions_as must be one of"),
                               ({"budget_tokens": -1}, "budget_tokens")):
             with pytest.raises(InvalidArgument, match=match):
                 kb.enrich_documents("kb", documents(), e, **kwargs)
@@ -182,3 +215,90 @@ def test_bad_arguments_are_refused_before_any_call(kb, db):
         assert server.requests == []
     with pytest.raises(InvalidArgument, match="model"):
         OpenAIChatEnricher("", base_url="http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize("policy", ["vectors", "both"])
+def test_questions_as_vectors_of_their_own(kb, db, policy):
+    """Each question gets its vector; the dense leg finds a chunk by its best question and says
+    which; the chunk's own vector has the questions in it only with "both"; the lexical leg
+    sees them either way."""
+    with ChatServer() as server:
+        got = kb.enrich_documents("kb", documents(n_docs=3, chunks=2), enricher(server), questions=2,
+                                  questions_as=policy)
+    kb.upsert_documents("kb", got)
+    rows = db.execute("select v.chunk_id, v.ordinal, e.questions[v.ordinal + 1] from sift.question_vectors v "
+                      "join sift.chunk_enrichments e using (chunk_id) order by 1, 2").fetchall()
+    assert len(rows) == 12
+    chunk = got[1].chunks[1]
+    embedded = HashEmbedder().embed([f"{chunk.context}\n\n{chunk.content}"])[0]
+    without = chunk.context.split("\n\nQuestions: ")[0]
+    assert "Questions: " in chunk.context   # what the lexical leg indexes
+    np.testing.assert_allclose(chunk.embedding, embedded if policy == "both" else
+                               HashEmbedder().embed([f"{without}\n\n{chunk.content}"])[0])
+    # A question asked as written: its chunk comes first, placed by that question.
+    counts = {}
+    for _, _, q in rows:
+        counts[q] = counts.get(q, 0) + 1
+    target, ordinal, question = next(r for r in rows if counts[r[2]] == 1 and r[1] == 1)
+    hits = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=3, hybrid=False)
+    assert hits[0].chunk_id == target and hits[0].leg_details["dense"]["question"] == ordinal
+    assert hits[0].dense_distance == pytest.approx(0, abs=1e-6)
+    # Its chunk's own vector does not bring it up: without question vectors it ranks lower.
+    db.execute("delete from sift.question_vectors")
+    again = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=3, hybrid=False)
+    assert again[0].chunk_id != target or again[0].dense_distance > 1e-3
+    assert "question" not in (again[0].leg_details["dense"] or {}) or again[0].leg_details["dense"]["question"] is None
+    assert {h.chunk_id for h in kb.search("kb", "handbook", top_k=20)} >= {r[0] for r in rows}
+
+
+def test_question_vectors_must_fit_the_active_space(kb, db):
+    kb.upsert_documents("kb", kb.enrich_documents("kb", documents(n_docs=1, chunks=1), FirstWords()))
+    cid = db.execute("select min(chunk_id) from sift.chunks").fetchone()[0]
+    with pytest.raises(psycopg.Error) as err:
+        db.execute("insert into sift.question_vectors (chunk_id, ordinal, collection_id, embedding) "
+                   "values (%s, 0, 0, '[1,2,3]')", [cid])
+    assert err.value.sqlstate == "SF002"
+
+
+def test_custom_enrichers_are_held_to_the_contract(kb, db):
+    broken = Broken()
+    got = kb.enrich_documents("kb", documents(n_docs=1, chunks=4), broken, questions=5)
+    run = got[0].enrichment_run
+    assert broken.calls == 4 and (run.enriched, run.failed) == (1, 3)
+    text = "\n".join(run.warnings)
+    assert "chunk 0: call failed: ZeroDivisionError" in text and "chunk 1: the enricher returned str" in text
+    assert "chunk 3: asked for 5 questions, got 0; nothing usable" in text
+    kept = got[0].chunks[2].enrichment
+    assert kept.context == "ok context" and kept.questions == ["Why?", "a?", "b?", "c?", "d?"]
+    kb.upsert_documents("kb", got)   # nothing the database refuses
+    assert db.execute("select count(*) from sift.chunk_enrichments").fetchone()[0] == 1
+    # Each half switchable; tokens a custom enricher does not report are estimated.
+    only_questions = kb.enrich_documents("kb", documents(n_docs=1, chunks=1, prefix="q"), FirstWords(),
+                                         context=False, questions=1)
+    assert only_questions[0].chunks[0].enrichment.context is None
+    assert only_questions[0].chunks[0].context == "Page 0 > Part 0\n\nQuestions: Which refunds?"
+    only_context = kb.enrich_documents("kb", documents(n_docs=1, chunks=1, prefix="c"), FirstWords(), questions=0)
+    assert only_context[0].chunks[0].enrichment.questions == [] and "Questions" not in only_context[0].chunks[0].context
+    assert only_context[0].enrichment_run.input_tokens > 0
+
+
+def test_a_failing_endpoint_stops_being_called(kb):
+    with ChatServer(faults=["500"]) as server:
+        got = kb.enrich_documents("kb", documents(n_docs=2, chunks=4), enricher(server))
+        assert len(server.requests) == enrich.MAX_FAILURES_IN_A_ROW
+    assert sum(d.enrichment_run.skipped for d in got) == 8 - enrich.MAX_FAILURES_IN_A_ROW
+    assert any("calls in a row failed" in w for w in got[1].enrichment_run.warnings)
+
+
+async def test_the_async_client_enriches_and_writes(dsn, kb, db):
+    import psycopg
+    from pgsift import AsyncClient
+
+    conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+    try:
+        aclient = AsyncClient(conn, embedder=HashEmbedder())
+        got = await aclient.enrich_documents("kb", documents(n_docs=1, chunks=2), FirstWords(), questions=1)
+        await aclient.upsert_documents("kb", got)
+        assert [(r.enriched, r.reused) for r in await aclient.enrichment_history("kb")] == [(2, 0)]
+    finally:
+        await conn.close()

@@ -45,7 +45,8 @@ OWNED = {
                         "(select collection_id from sift.collections where tenant = %(t)s)))",
 }
 BY_COLLECTION = ("documents", "chunks", "sections", "vector_spaces", "chunk_vectors", "chunk_tokens",
-                 "chunk_token_sizes", "chunk_enrichments", "enrichment_runs", "collection_lexical_stats",
+                 "chunk_token_sizes", "chunk_enrichments", "enrichment_runs", "question_vectors",
+                 "collection_lexical_stats",
                  "term_df", "term_df_pending",
                  "term_lists", "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets",
                  "eval_runs")

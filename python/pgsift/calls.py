@@ -388,32 +388,58 @@ def token_arrays(chunk_ids: Mapping[tuple[int, int], int], document_ids: list[in
 
 
 def fresh_copy(doc: Document) -> Document:
-    """A document and its chunks copied, so enriching never changes the caller's objects."""
+    """A document and its chunks copied, so enriching never changes the caller's objects; a
+    chunk enriched before gets its header back (its context is composed again, never twice)."""
     if not isinstance(doc, Document):
         raise InvalidArgument(f"documents must be pgsift.Document, got {type(doc).__name__}")
-    return dataclasses.replace(doc, chunks=[dataclasses.replace(c) for c in doc.chunks],
-                               sections=list(doc.sections), metadata=dict(doc.metadata or {}))
+    chunks = [dataclasses.replace(c, context=c.enrichment.header if c.enrichment is not None else c.context,
+                                  enrichment=None) for c in doc.chunks]
+    for c in chunks:
+        check_text(c.content, f"the text of a chunk of {doc.source_uri!r}", blank=False)
+    return dataclasses.replace(doc, chunks=chunks, sections=list(doc.sections), metadata=dict(doc.metadata or {}),
+                               enrichment_run=None)
 
 
-def enrichment_keys(docs: Sequence[Document], model: str, settings: Any) -> list[list[str]]:
-    """Each chunk's cache key (pgsift.enrich.enrichment_key), per document."""
-    from .enrich import enrichment_key
-
-    out = []
-    for doc in docs:
-        whole = "\n\n".join(check_text(c.content, f"the text of a chunk of {doc.source_uri!r}", blank=False)
-                             for c in doc.chunks)
-        out.append([enrichment_key(c.content, whole, model, settings) for c in doc.chunks])
-    return out
-
-
-def embed_chunks(docs: Sequence[Document], embedder: Any) -> None:
-    """Embed every chunk again from its context and text (as ingest embeds them)."""
+def embed_chunks(docs: Sequence[Document], embedder: Any, contexts: Mapping[int, str | None] | None = None) -> None:
+    """Embed every chunk again from its context and text (as ingest embeds them); `contexts`
+    ({id(chunk): context}) replaces the stored context where what is embedded differs."""
     chunks = [c for d in docs for c in d.chunks]
-    texts = [f"{c.context}\n\n{c.content}" if c.context else c.content for c in chunks]
+    given = contexts or {}
+    texts = []
+    for c in chunks:
+        ctx = given.get(id(c), c.context)
+        texts.append(f"{ctx}\n\n{c.content}" if ctx else c.content)
     for start in range(0, len(texts), 256):
         for chunk, vector in zip(chunks[start:start + 256], embedder.embed(texts[start:start + 256]), strict=True):
             chunk.embedding = vector
+
+
+def embed_questions(docs: Sequence[Document], embedder: Any) -> None:
+    """Each enriched chunk's questions embedded, on its enrichment (question_vectors)."""
+    pending = [(c, q) for d in docs for c in d.chunks if c.enrichment is not None for q in c.enrichment.questions]
+    vectors = []
+    for start in range(0, len(pending), 256):
+        vectors.extend(embedder.embed([q for _, q in pending[start:start + 256]]))
+    got: dict[int, list[Any]] = {}
+    for (chunk, _), vector in zip(pending, vectors, strict=True):
+        got.setdefault(id(chunk), []).append(vector)
+    for d in docs:
+        for c in d.chunks:
+            if c.enrichment is not None:
+                c.enrichment = dataclasses.replace(c.enrichment, question_vectors=got.get(id(c), []))
+
+
+def question_vector_rows(chunk_ids: Mapping[tuple[int, int], int],
+                         documents: Sequence[tuple[int, Document]]) -> list[dict[str, Any]]:
+    """question_vectors rows of written documents."""
+    rows = []
+    for doc_id, doc in documents:
+        for ordinal, chunk in enumerate(doc.chunks):
+            e = chunk.enrichment
+            for i, vector in enumerate((e.question_vectors or []) if e is not None else []):
+                rows.append({"chunk_id": chunk_ids[(doc_id, ordinal)], "ordinal": i,
+                             "embedding": vec(vector, f"the vector of question {i} of chunk {ordinal}")})
+    return rows
 
 
 def enrichment_rows(chunk_ids: Mapping[tuple[int, int], int],

@@ -440,6 +440,9 @@ class AsyncClient:
             rows = calls.enrichment_rows(ids, enriched)
             if rows:
                 await cur3.executemany(q.INSERT_ENRICHMENT, rows)
+            vectors = calls.question_vector_rows(ids, enriched)
+            if vectors:
+                await cur3.executemany(q.INSERT_QUESTION_VECTOR, vectors)
             runs = [calls.run_row(d, doc.enrichment_run) for d, doc in enriched if doc.enrichment_run is not None]
             if runs:
                 await cur3.executemany(q.INSERT_ENRICHMENT_RUN, runs)
@@ -455,8 +458,10 @@ class AsyncClient:
         apart from the chunk's text with the run's spend. Writes nothing itself.
 
         Each chunk's context becomes its header (the `context` given), the model's context and
-        its questions (`questions_as` "embedding": embedded with the text; the lexical leg sees
-        them too), and it is embedded again (`embedder`, else the client's). Text unchanged
+        its questions, which the lexical leg indexes; it is embedded again (`embedder`, else the
+        client's) from that context and its text, the questions in it with `questions_as`
+        "embedding" or "both", and each question gets a vector of its own with "vectors" or
+        "both" (the dense leg searches them too and says which matched). Text unchanged
         since an earlier ingestion (same document, settings and model) reuses what was written
         and calls nothing. A failed call is a warning: the chunk keeps its header. A document
         stops calling once it has spent `budget_tokens` (the rest keep their header)."""
@@ -469,23 +474,30 @@ class AsyncClient:
         if embedder is None:
             raise InvalidArgument("enriched chunks are embedded again: give an embedder (or the client one)")
         docs = [calls.fresh_copy(d) for d in documents]
-        keys = calls.enrichment_keys(docs, enricher.model, settings)
+        embed_as: dict[int, str | None] = {}   # the context embedded, where it is not the stored one
+        parts = [[enrich.prompt_parts(d, i, max_document_tokens) for i in range(len(d.chunks))] for d in docs]
+        keys = [[enrich.enrichment_key(dp, cp, enricher, settings) for dp, cp in p] for p in parts]
         cached = {r[0]: r for r in await self._rows([(q.CACHED_ENRICHMENTS, {
             "collection": calls.check_text(collection, "collection"),
             "keys": sorted({k for ks in keys for k in ks})})])}
-        for doc, doc_keys in zip(docs, keys, strict=True):
+        failures_in_a_row = 0
+        for doc, doc_keys, doc_parts in zip(docs, keys, parts, strict=True):
             run = EnrichmentRun(model=enricher.model, chunks=len(doc.chunks))
-            for i, (chunk, key) in enumerate(zip(doc.chunks, doc_keys, strict=True)):
+            for i, (chunk, key, (doc_part, chunk_part)) in enumerate(zip(doc.chunks, doc_keys, doc_parts,
+                                                                          strict=True)):
+                header = chunk.context
                 if key in cached:
                     _, ctx, qs, model = cached[key]
                     run.reused += 1
-                    chunk.enrichment = ChunkEnrichment(key, ctx, list(qs or []), model)
-                elif budget_tokens is not None and run.input_tokens + run.output_tokens >= budget_tokens:
+                    chunk.enrichment = ChunkEnrichment(key, ctx, list(qs or []), model, header=header)
+                elif failures_in_a_row >= enrich.MAX_FAILURES_IN_A_ROW or (
+                        budget_tokens is not None and run.input_tokens + run.output_tokens
+                        + enrich.expected_tokens(doc_part, chunk_part, settings) > budget_tokens):
+                    # The endpoint keeps failing, or the call would pass the document's budget.
                     run.skipped += 1
                     continue
                 else:
-                    got = enricher.enrich(enrich.document_text(doc, i, max_document_tokens), chunk.content,
-                                          context=context, questions=questions)
+                    got = enrich.call(enricher, doc_part, chunk_part, settings)
                     run.input_tokens += got.input_tokens
                     run.output_tokens += got.output_tokens
                     if got.warning:
@@ -493,17 +505,25 @@ class AsyncClient:
                         enrich.log.warning("enrichment of %s chunk %d: %s", doc.source_uri, i, got.warning)
                     if got.failed:
                         run.failed += 1
+                        failures_in_a_row += 1
                         continue
+                    failures_in_a_row = 0
                     run.enriched += 1
-                    chunk.enrichment = ChunkEnrichment(key, got.context, got.questions, enricher.model)
-                chunk.context = enrich.compose_context(chunk.context, chunk.enrichment.context,
-                                                       chunk.enrichment.questions)
-            if run.skipped:
+                    chunk.enrichment = ChunkEnrichment(key, got.context, got.questions, enricher.model, header=header)
+                chunk.context = enrich.compose_context(header, chunk.enrichment.context, chunk.enrichment.questions)
+                if questions_as == "vectors":
+                    embed_as[id(chunk)] = enrich.compose_context(header, chunk.enrichment.context, [])
+            if run.skipped and failures_in_a_row >= enrich.MAX_FAILURES_IN_A_ROW:
+                run.warnings.append(f"{enrich.MAX_FAILURES_IN_A_ROW} calls in a row failed: {run.skipped} chunk(s) "
+                                    "not sent (check the endpoint, model and key)")
+            elif run.skipped:
                 run.warnings.append(f"token budget of {budget_tokens} reached: {run.skipped} chunk(s) keep the "
                                     "deterministic header")
             run.cost_usd = enrich.price(enricher.model, run.input_tokens, run.output_tokens, rates)
             doc.enrichment_run = run
-        calls.embed_chunks(docs, embedder)
+        calls.embed_chunks(docs, embedder, embed_as)
+        if questions_as in ("vectors", "both"):
+            calls.embed_questions(docs, embedder)
         return docs
 
     async def enrichment_history(self, collection: str, source_uri: str | None = None) -> list[EnrichmentRecord]:

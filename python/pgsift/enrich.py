@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,9 +34,12 @@ from .models import Document
 log = logging.getLogger("pgsift.enrich")
 
 PROMPT_VERSION = "2026-12-01"
+MAX_FAILURES_IN_A_ROW = 5   # then an ingestion stops calling (a wrong endpoint, model or key)
 MAX_QUESTIONS = 5
 CONTEXT_WORDS = (50, 100)
-POLICIES = ("embedding",)   # questions_as; "vectors" and "both" are not built yet
+# questions_as: in the chunk's embedding, as vectors of their own, or both (the lexical leg
+# sees them in every policy).
+POLICIES = ("embedding", "vectors", "both")
 
 SYSTEM = (
     "You index documents for search. Given a document and one chunk of it, answer with one JSON "
@@ -98,25 +102,37 @@ def parse_output(text: str | None, *, context: bool, questions: int) -> Enrichme
     if ctx is not None and not isinstance(ctx, str):
         warnings.append("context was not a string: dropped")
         ctx = None
-    if ctx is not None:
-        words = ctx.split()
-        if len(words) > CONTEXT_WORDS[1] * 3 // 2:
-            warnings.append(f"context had {len(words)} words: cut to {CONTEXT_WORDS[1]}")
-            ctx = " ".join(words[:CONTEXT_WORDS[1]])
-        ctx = ctx.strip() or None
     if context and ctx is None and not warnings:
         warnings.append("no context in the output")
     raw = data.get("questions", []) if questions else []
     if not isinstance(raw, list):
         warnings.append("questions was not a list: dropped")
         raw = []
-    kept = list(dict.fromkeys(q.strip() for q in raw if isinstance(q, str) and q.strip()))
+    got = normalise(Enrichment(ctx, [q for q in raw if isinstance(q, str)]), context=context, questions=questions)
+    warnings += [got.warning] if got.warning else []
+    if got.context is None and not got.questions:
+        return Enrichment(None, [], warning="; ".join([*warnings, "nothing usable in the output"]), failed=True)
+    return dataclasses.replace(got, warning="; ".join(warnings) or None)
+
+
+def normalise(got: Enrichment, *, context: bool, questions: int) -> Enrichment:
+    """Any enricher's answer held to the contract: no NUL, a context of at most 100 words
+    (when asked for), 0 to `questions` distinct non-blank questions; what was cut is said."""
+    warnings = [got.warning] if got.warning else []
+    ctx = got.context.replace("\x00", "").strip() if context and isinstance(got.context, str) else None
+    if ctx:
+        words = ctx.split()
+        if len(words) > CONTEXT_WORDS[1]:
+            warnings.append(f"context had {len(words)} words: cut to {CONTEXT_WORDS[1]}")
+            ctx = " ".join(words[:CONTEXT_WORDS[1]])
+    kept = list(dict.fromkeys(q.replace("\x00", "").strip() for q in (got.questions or [])
+                              if isinstance(q, str) and q.replace("\x00", "").strip()))
     if len(kept) > questions:
         warnings.append(f"{len(kept)} questions: kept the first {questions}")
         kept = kept[:questions]
-    elif questions and len(kept) < questions:
+    elif questions and len(kept) < questions and not got.failed:
         warnings.append(f"asked for {questions} questions, got {len(kept)}")
-    return Enrichment(ctx, kept, warning="; ".join(warnings) or None)
+    return dataclasses.replace(got, context=ctx or None, questions=kept, warning="; ".join(warnings) or None)
 
 
 def outline(document: Document) -> str:
@@ -129,17 +145,20 @@ def outline(document: Document) -> str:
     return "\n".join(lines)
 
 
-def document_text(document: Document, chunk_index: int, max_tokens: int) -> str:
-    """What the prompt shows of the document for chunk `chunk_index`: all of it when it fits
-    `max_tokens`, else its outline and the chunk's section (the chunks under the same heading)."""
+def prompt_parts(document: Document, chunk_index: int, max_tokens: int) -> tuple[str, str]:
+    """What the prompt shows for chunk `chunk_index`: (the document part, the chunk part). The
+    document part is the whole document when it fits `max_tokens`, else its outline, the same
+    for every chunk of it either way (a cacheable prefix); past it, the chunk part carries the
+    chunk's section (the chunks under its heading, or its neighbours) before the chunk."""
+    chunk = document.chunks[chunk_index].content
     whole = "\n\n".join(c.content for c in document.chunks)
     if estimate_tokens(whole) <= max_tokens:
-        return whole
+        return whole, chunk
     section = document.chunks[chunk_index].section
     around = [c.content for c in document.chunks if section is not None and c.section == section] \
         or [c.content for c in document.chunks[max(0, chunk_index - 1):chunk_index + 2]]
-    text = f"Outline:\n{outline(document)}\n\nThe chunk's section:\n" + "\n\n".join(around)
-    return text[:max_tokens * 4]
+    shown = "\n\n".join(around)[:max_tokens * 4]
+    return f"Outline:\n{outline(document)}"[:max_tokens * 4], f"Its section:\n{shown}\n\nThe chunk:\n{chunk}"
 
 
 class OpenAIChatEnricher:
@@ -159,8 +178,10 @@ class OpenAIChatEnricher:
             except ImportError as exc:   # pragma: no cover - the extra is missing
                 raise InvalidArgument("OpenAIChatEnricher needs the openai package: "
                                       "pip install 'pgsift[enrich]'") from exc
-            client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout,
-                                   max_retries=max_retries)
+            # The environment's OPENAI_API_KEY when none is given; a local server needs none.
+            client = openai.OpenAI(base_url=base_url,
+                                   api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                                   timeout=timeout, max_retries=max_retries)
         self.client = client
 
     def enrich(self, document: str, chunk: str, *, context: bool, questions: int) -> Enrichment:
@@ -206,22 +227,52 @@ class Settings:
         if not self.context and not self.questions:
             raise InvalidArgument("enrichment asks for nothing: context=False and questions=0")
         if self.questions_as not in POLICIES:
-            raise InvalidArgument(f"questions_as {self.questions_as!r}: only {', '.join(POLICIES)} is built "
-                                  "(questions as vectors of their own are not yet)")
+            raise InvalidArgument(f"questions_as must be one of {', '.join(POLICIES)}, got {self.questions_as!r}")
         if self.max_document_tokens < 100:
             raise InvalidArgument("max_document_tokens must be at least 100")
 
 
-def enrichment_key(chunk: str, document: str, model: str, settings: Settings) -> str:
-    """The cache key: the chunk's text, its document's text and everything asked."""
-    payload = json.dumps([PROMPT_VERSION, model, chunk, hashlib.sha256(document.encode()).hexdigest(),
-                          dataclasses.asdict(settings)], ensure_ascii=False)
+def enrichment_key(document_part: str, chunk_part: str, enricher: Any, settings: Settings) -> str:
+    """The cache key: exactly what the prompt shows (the document part and the chunk part),
+    the model (and the enricher's `fingerprint`, if it has one: another endpoint or prompt)
+    and what is asked; not how the answer is used (questions_as)."""
+    payload = json.dumps([PROMPT_VERSION, enricher.model, str(getattr(enricher, "fingerprint", "")),
+                          hashlib.sha256(document_part.encode()).hexdigest(), chunk_part,
+                          settings.context, settings.questions], ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def expected_tokens(document_part: str, chunk_part: str, settings: Settings) -> int:
+    """What a call will cost at most, before it is made: the prompt and the longest answer."""
+    return estimate_tokens(SYSTEM) + 30 + estimate_tokens(document_part) + estimate_tokens(chunk_part) \
+        + (140 if settings.context else 0) + 25 * settings.questions + 10
+
+
+def call(enricher: Any, document_part: str, chunk_part: str, settings: Settings) -> Enrichment:
+    """One call, whatever the enricher: an exception is a failure, the answer is held to the
+    contract (normalise), and tokens a provider did not report are estimated."""
+    try:
+        got = enricher.enrich(document_part, chunk_part, context=settings.context, questions=settings.questions)
+    except Exception as exc:  # noqa: BLE001 - an enricher's fault never fails an ingestion
+        return Enrichment(None, [], warning=f"call failed: {type(exc).__name__}: {str(exc)[:160]}", failed=True)
+    if not isinstance(got, Enrichment):
+        return Enrichment(None, [], warning=f"the enricher returned {type(got).__name__}, not an Enrichment",
+                          failed=True)
+    if got.failed:
+        return got
+    got = normalise(got, context=settings.context, questions=settings.questions)
+    if got.context is None and not got.questions:
+        got = dataclasses.replace(got, failed=True, warning="; ".join(filter(None, [got.warning, "nothing usable"])))
+    if got.input_tokens <= 0 and got.output_tokens <= 0:
+        got = dataclasses.replace(got, input_tokens=estimate_tokens(document_part) + estimate_tokens(chunk_part),
+                                  output_tokens=estimate_tokens(" ".join([got.context or "", *got.questions])))
+    return got
+
+
 def compose_context(header: str | None, context: str | None, questions: Sequence[str]) -> str | None:
-    """The chunk's context column: its deterministic header, the model's context, and (policy
-    embedding) its questions; embedded before the text and indexed for the lexical leg."""
+    """Its deterministic header, the model's context and its questions: the chunk's context
+    column (what the lexical leg indexes, questions included in every policy), and what is
+    embedded before its text (questions only with questions_as "embedding" or "both")."""
     parts = [p for p in (header, context) if p]
     if questions:
         parts.append("Questions: " + " ".join(questions))
@@ -251,17 +302,17 @@ def price(model: str, input_tokens: int, output_tokens: int,
 
 def estimate(documents: Sequence[Document], model: str, settings: Settings | None = None,
              rates: Mapping[str, tuple[float, float]] | None = None) -> Estimate:
-    """Tokens an ingestion would send and receive (every chunk called: nothing reused), priced
-    from `RATES` or `rates`."""
+    """Tokens an ingestion would send and receive, an upper bound (every chunk called: nothing
+    reused, no cached-input discount), priced from `RATES` or `rates`."""
     settings = settings or Settings()
     settings.check()
     chunks = input_tokens = output_tokens = 0
     overhead = estimate_tokens(SYSTEM) + 30
     for doc in documents:
-        for i, chunk in enumerate(doc.chunks):
+        for i in range(len(doc.chunks)):
             chunks += 1
-            input_tokens += overhead + estimate_tokens(document_text(doc, i, settings.max_document_tokens)) \
-                + estimate_tokens(chunk.content)
+            doc_part, chunk_part = prompt_parts(doc, i, settings.max_document_tokens)
+            input_tokens += overhead + estimate_tokens(doc_part) + estimate_tokens(chunk_part)
             output_tokens += (140 if settings.context else 0) + 25 * settings.questions + 10
     cost = price(model, input_tokens, output_tokens, rates)
     note = (f"about ${cost:.4f} at {model}'s rates" if cost is not None

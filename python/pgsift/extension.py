@@ -40,7 +40,7 @@ COMMENT = "hybrid retrieval for RAG: dense + BM25 + fusion as SQL functions (sch
 USER_TABLES = (
     "collections", "collection_configs", "vector_spaces", "documents", "sections", "chunks", "chunk_vectors",
     "chunk_tokens", "chunk_token_sizes", "chunk_enrichments", "enrichment_runs", "collection_lexical_stats",
-    "term_df", "term_df_pending", "term_deltas", "term_lists", "term_blocks",
+    "question_vectors", "term_df", "term_df_pending", "term_deltas", "term_lists", "term_blocks",
     "list_build_plan", "list_build_entries", "rerankers", "rerank_usage", "secret_mappings",
     "allowed_endpoints", "tenant_roles", "golden_sets", "golden_questions", "golden_positives", "eval_runs",
 )

@@ -81,6 +81,10 @@ class ChunkEnrichment:
     context: str | None
     questions: list[str]
     model: str | None
+    # questions_as "vectors" or "both": each question's vector (the dense leg searches them).
+    question_vectors: list[Any] | None = None
+    # The chunk's deterministic header before enrichment (its context is composed from it).
+    header: str | None = None
 
 
 @dataclass

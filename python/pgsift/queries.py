@@ -242,6 +242,11 @@ insert into sift.chunk_enrichments (chunk_id, collection_id, enrichment_key, con
 values (%(chunk_id)s::bigint, 0, %(key)s::text, %(context)s::text, %(questions)s::text[], %(model)s::text)
 """
 
+INSERT_QUESTION_VECTOR = """
+insert into sift.question_vectors (chunk_id, ordinal, collection_id, embedding)
+values (%(chunk_id)s::bigint, %(ordinal)s::smallint, 0, %(embedding)b)
+"""
+
 INSERT_ENRICHMENT_RUN = """
 insert into sift.enrichment_runs (document_id, collection_id, model, chunks, enriched, reused, failed, skipped,
                                   input_tokens, output_tokens, cost_usd, warnings)
