@@ -414,3 +414,33 @@ def test_run_legs_tunes_on_train_and_scores_test_through_sql(db, toy: Path):
     assert all(0 <= r["ndcg_at_10"] <= 1 for r in result["rows"])
     assert "three legs" in bench_legs.format_table(result)
     assert db.execute("select count(*) from sift.collections where name = 'bench_legs'").fetchone()[0] == 0
+
+
+def test_run_questions_compares_the_policies(db, tmp_path: Path):
+    import hashlib
+
+    from pgsift import bench_questions
+
+    class Hash:
+        def embed(self, texts):
+            return np.array([unit(np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16))
+                                  .normal(size=8)) for t in texts], dtype=np.float32)
+
+    root = tmp_path / "xq"
+    (root / "qrels").mkdir(parents=True)
+    paragraphs = [{"_id": f"en/p{i}", "title": f"Topic_{i}", "text": f"Paragraph {i} about {FILLER[i]} things."}
+                  for i in range(4)] + [{"_id": "de/p0", "title": "Topic_0", "text": "Absatz"}]
+    questions = [(f"en/q{i}{j}", f"Which {FILLER[i]} thing number {j}?", f"en/p{i}")
+                 for i in range(4) for j in range(4)]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(p) + "\n" for p in paragraphs))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t, _ in questions))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{p}\t2\n{q}\tde/p0\t1\n" for q, _, p in questions))
+    result = bench_questions.run_questions(db, root, embedder=Hash())
+    assert (result["paragraphs"], result["indexed_questions"], result["asked_questions"]) == (4, 8, 8)
+    assert [r["policy"] for r in result["rows"]] == ["off", "embedding", "vectors", "both"]
+    by = {r["policy"]: r for r in result["rows"]}
+    assert by["vectors"]["stored_kib"] > by["off"]["stored_kib"]
+    assert all(0 <= r["hybrid_ndcg"] <= 1 for r in result["rows"])
+    assert "policy" in bench_questions.format_table(result)
+    assert db.execute("select count(*) from sift.collections").fetchone()[0] == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import zlib
 from collections import Counter
 
 import numpy as np
@@ -94,7 +95,7 @@ def test_segment_equals_the_reference(db):
 
 @pytest.mark.parametrize("language", sorted(ALPHABETS))
 def test_lexical_leg_on_cjk_and_thai_equals_bm25_over_bigrams(client, db, language):
-    rng = random.Random(hash(language) % 1000)
+    rng = random.Random(zlib.crc32(language.encode()))   # str hash() differs per process
     texts = [sentence(rng, ALPHABETS[language]) for _ in range(60)]
     client.create_collection("t", embedding_dims=DIMS, search_language="simple")
     vecs = np.random.default_rng(2)
@@ -104,8 +105,9 @@ def test_lexical_leg_on_cjk_and_thai_equals_bm25_over_bigrams(client, db, langua
     ids = dict(db.execute("select d.source_uri, c.chunk_id from sift.chunks c join sift.documents d "
                           "using (document_id)").fetchall())
     docs = {ids[f"d{i}"]: t for i, t in enumerate(texts)}
-    checked = 0
-    for _ in range(8):
+    checked = tried = 0
+    while checked < 8 and tried < 100:   # queries until 8 match something (each is checked either way)
+        tried += 1
         source = rng.choice(texts)
         start = rng.randrange(max(1, len(source) - 4))
         query = source[start:start + rng.randint(2, 6)]
@@ -115,7 +117,7 @@ def test_lexical_leg_on_cjk_and_thai_equals_bm25_over_bigrams(client, db, langua
         for chunk_id, score in want.items():
             assert got[chunk_id] == pytest.approx(score, rel=1e-9), query
         checked += bool(want)
-    assert checked >= 6
+    assert checked == 8
 
 
 def test_a_documents_language_picks_its_configuration(client, db):

@@ -1,5 +1,5 @@
 """`pgsift bench quality|scale|finalize|fusion|ingest|vectors|rls|compare|structure|languages|snippets|reembed|
-pages|maxsim|legs`: the benchmarks, each on a migrated database."""
+pages|maxsim|legs|questions`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -88,6 +88,12 @@ def cmd_bench_snippets(args: argparse.Namespace) -> int:
     from .. import bench_snippets
     return _bench(args, bench_snippets, lambda conn: bench_snippets.run_snippets(
         conn, Path(args.dataset), queries=args.queries))
+
+
+def cmd_bench_questions(args: argparse.Namespace) -> int:
+    from .. import bench_questions
+    return _bench(args, bench_questions, lambda conn: bench_questions.run_questions(
+        conn, Path(args.dataset), keep=args.keep))
 
 
 def cmd_bench_legs(args: argparse.Namespace) -> int:
@@ -210,6 +216,12 @@ def register(sub: Any) -> None:
     q.add_argument("--queries", type=int, default=100, help="queries, the first of the split (default 100)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_snippets)
+
+    q = add_command(bench_sub, "questions", "questions in the index (off, embedding, vectors, both) on xquad English")
+    q.add_argument("--dataset", required=True, help="the xquad-r-multi folder")
+    q.add_argument("--keep", action="store_true", help="keep the collections it loads (bench_questions_*)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_questions)
 
     q = add_command(bench_sub, "legs", "two dense spaces + BM25 fused by rrf, dbsf and convex vs two legs")
     q.add_argument("--dataset", required=True, help="BEIR folder with two models under embeddings/")
