@@ -336,6 +336,8 @@ begin
     -- and written chunks are checked against them.
     update sift.collections c set embedding_dims = target.dimensions, distance = target.distance
     where c.collection_id = col.collection_id;
+    -- Question vectors are the old space's model: they go (enrich again to have them back).
+    delete from sift.question_vectors q where q.collection_id = col.collection_id;
     select s.* into target from sift.vector_spaces s where s.space_id = target.space_id;
     return target;
 end;
@@ -343,7 +345,8 @@ $$;
 comment on function sift.switch_vector_space(text, text) is
     'Makes a vector space the one searched and written, in one statement (searches running '
     'meanwhile finish on the old one): SF014 with the count while chunks lack a vector in it. '
-    'The collection''s embedding_dims and distance become the space''s. Writes (collection admins).';
+    'The collection''s embedding_dims and distance become the space''s; its question vectors '
+    '(sift.question_vectors, the old space''s model) are deleted. Writes (collection admins).';
 
 
 create or replace function sift.drop_vector_space(collection text, space text)

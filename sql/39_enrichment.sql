@@ -124,7 +124,8 @@ begin
              select distinct on (q.chunk_id) q.chunk_id, q.ordinal, q.embedding %1$s $1 as d
              from sift.question_vectors q
              %2$s
-             where q.collection_id = $2 %3$s
+             where q.collection_id = $2
+               and @extschema:vector@.vector_dims(q.embedding) = @extschema:vector@.vector_dims($1) %3$s
              order by q.chunk_id, q.embedding %1$s $1, q.ordinal) b
          order by b.d, b.chunk_id
          limit $4',

@@ -302,3 +302,16 @@ async def test_the_async_client_enriches_and_writes(dsn, kb, db):
         assert [(r.enriched, r.reused) for r in await aclient.enrichment_history("kb")] == [(2, 0)]
     finally:
         await conn.close()
+
+
+def test_a_space_switch_drops_the_old_models_question_vectors(kb, db):
+    with ChatServer() as server:
+        kb.upsert_documents("kb", kb.enrich_documents("kb", documents(n_docs=2, chunks=2), enricher(server),
+                                                      questions=2, questions_as="vectors"))
+    assert db.execute("select count(*) from sift.question_vectors").fetchone()[0] == 8
+    ids = [r[0] for r in db.execute("select chunk_id from sift.chunks order by 1").fetchall()]
+    kb.add_vector_space("kb", "small", dimensions=4)
+    kb.write_space_vectors("kb", "small", ids, [np.ones(4)] * len(ids))
+    kb.switch_vector_space("kb", "small")
+    assert db.execute("select count(*) from sift.question_vectors").fetchone()[0] == 0
+    assert len(kb.search("kb", "refunds", embedding=np.ones(4), top_k=3)) == 3
