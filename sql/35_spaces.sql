@@ -304,6 +304,7 @@ declare
     col     sift.collections := sift._collection(switch_vector_space.collection);
     target  sift.vector_spaces := sift._space(col, switch_vector_space.space);
     missing bigint;
+    was     bigint;
 begin
     -- Writers of the collection wait while it switches (each chunk write holds
     -- this lock shared): a chunk written between the count and the switch would
@@ -326,6 +327,7 @@ begin
             using errcode = 'SF014',
                   hint = 'sift.missing_space_vectors lists them; sift.write_space_vectors writes them';
     end if;
+    select s.space_id into was from sift.vector_spaces s where s.collection_id = col.collection_id and s.active;
     -- Two statements: the one-active index is checked row by row.
     update sift.vector_spaces s set active = false
     where s.collection_id = col.collection_id and s.active and s.space_id <> target.space_id;
@@ -337,7 +339,9 @@ begin
     update sift.collections c set embedding_dims = target.dimensions, distance = target.distance
     where c.collection_id = col.collection_id;
     -- Question vectors are the old space's model: they go (enrich again to have them back).
-    delete from sift.question_vectors q where q.collection_id = col.collection_id;
+    if was is distinct from target.space_id then
+        delete from sift.question_vectors q where q.collection_id = col.collection_id;
+    end if;
     select s.* into target from sift.vector_spaces s where s.space_id = target.space_id;
     return target;
 end;

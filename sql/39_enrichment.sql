@@ -117,16 +117,21 @@ as $$
 declare
     fpath jsonpath := sift.filter_path(filter);
 begin
-    -- The n nearest chunks by their best question, exact (a few questions a
-    -- chunk), inside the metadata filter; each chunk once, at its best question.
+    -- The n nearest chunks by their best question, inside the metadata filter;
+    -- each chunk once, at its best question. Exact: every question vector of
+    -- the collection is measured (no index yet), keeping the nearest 5n (a
+    -- chunk has at most 5 questions, so its best is among them).
     return query execute format(
         'select b.chunk_id, b.ordinal, b.d from (
-             select distinct on (q.chunk_id) q.chunk_id, q.ordinal, q.embedding %1$s $1 as d
-             from sift.question_vectors q
-             %2$s
-             where q.collection_id = $2
-               and @extschema:vector@.vector_dims(q.embedding) = @extschema:vector@.vector_dims($1) %3$s
-             order by q.chunk_id, q.embedding %1$s $1, q.ordinal) b
+             select distinct on (t.chunk_id) t.chunk_id, t.ordinal, t.d
+             from (select q.chunk_id, q.ordinal, q.embedding %1$s $1 as d
+                   from sift.question_vectors q
+                   %2$s
+                   where q.collection_id = $2
+                     and @extschema:vector@.vector_dims(q.embedding) = @extschema:vector@.vector_dims($1) %3$s
+                   order by 3, 1, 2
+                   limit $4 * 5) t
+             order by t.chunk_id, t.d, t.ordinal) b
          order by b.d, b.chunk_id
          limit $4',
         sift._distance_operator(metric),

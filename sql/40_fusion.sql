@@ -306,7 +306,7 @@ begin
         -- Questions as vectors of their own (in the active space): each chunk
         -- at its best, its own vector or its best question's; qmatch says
         -- which question placed it (null: its own vector).
-        if knobs.dense_space is null
+        if space.active
            and exists (select 1 from sift.question_vectors q where q.collection_id = col.collection_id) then
             with a as (
                 select u.id as chunk_id, u.d, null::smallint as qo

@@ -72,8 +72,11 @@ def kb(db):
 
 
 def enricher(server: ChatServer, model: str = "gpt-4o-mini", **kw) -> OpenAIChatEnricher:
-    return OpenAIChatEnricher(model, base_url=server.base_url, api_key="test-key", timeout=kw.pop("timeout", 5.0),
-                              max_retries=kw.pop("max_retries", 0))
+    e = OpenAIChatEnricher(model, base_url=server.base_url, api_key="test-key", timeout=kw.pop("timeout", 5.0),
+                           max_retries=kw.pop("max_retries", 0))
+    # Every loopback server of a test is one endpoint (each binds its own port).
+    e.fingerprint = "loopback"
+    return e
 
 
 def test_enriched_chunks_are_written_apart_reused_and_searchable(kb, db):
@@ -187,8 +190,22 @@ def test_a_long_document_sends_its_outline_and_the_chunks_section(kb):
         Chunk(content=f"Paragraph {i}: " + "refunds and parcels " * 40, embedding=None) for i in range(12)])
     with ChatServer() as server:
         kb.enrich_documents("kb", [doc], enricher(server), max_document_tokens=300)
-        shown = server.requests[5]["messages"][1]["content"]
-    assert "Outline:\nThe long page" in shown and "Paragraph 5:" in shown and "Paragraph 11:" not in shown
+        documents_shown = {r["messages"][1]["content"] for r in server.requests}
+        chunk_shown = server.requests[5]["messages"][2]["content"]
+    # The outline alone is the document part, the same for every chunk (a cacheable prefix) ...
+    assert len(documents_shown) == 1 and next(iter(documents_shown)).startswith("<document>\nOutline:\nThe long page")
+    # ... and the chunk's neighbours go with the chunk.
+    assert "Its section:\nParagraph 4:" in chunk_shown and "Paragraph 6:" in chunk_shown
+    assert "The chunk:\nParagraph 5:" in chunk_shown and "Paragraph 8:" not in chunk_shown
+
+
+def test_another_endpoint_is_another_cache_key():
+    settings = enrich.Settings()
+    a = OpenAIChatEnricher("m", base_url="http://127.0.0.1:1/v1", client=object())
+    b = OpenAIChatEnricher("m", base_url="http://127.0.0.1:2/v1", client=object())
+    assert enrich.enrichment_key("doc", "chunk", a, settings) != enrich.enrichment_key("doc", "chunk", b, settings)
+    assert enrich.enrichment_key("doc", "chunk", a, settings) == enrich.enrichment_key(
+        "doc", "chunk", a, enrich.Settings(questions_as="vectors"))   # how answers are used is not asked
 
 
 def test_estimate_prices_or_says_it_cannot():
@@ -244,11 +261,28 @@ def test_questions_as_vectors_of_their_own(kb, db, policy):
     assert hits[0].chunk_id == target and hits[0].leg_details["dense"]["question"] == ordinal
     assert hits[0].dense_distance == pytest.approx(0, abs=1e-6)
     # Its chunk's own vector does not bring it up: without question vectors it ranks lower.
+    # The N-leg path says so too; a metadata filter applies to question vectors as to chunks.
+    fused = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=3, hybrid=False,
+                      fusion="dbsf")
+    assert fused[0].chunk_id == target and fused[0].leg_details["dense"]["question"] == ordinal
+    uri = db.execute("select d.source_uri from sift.chunks k join sift.documents d using (document_id) "
+                     "where k.chunk_id = %s", [target]).fetchone()[0]
+    db.execute("update sift.documents set metadata = jsonb_build_object('uri', source_uri)")
+    inside = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=3, hybrid=False,
+                       filter={"uri": uri})
+    outside = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=6, hybrid=False,
+                        filter={"uri": {"$ne": uri}})
+    assert inside[0].chunk_id == target and target not in {h.chunk_id for h in outside}
+    assert all("question" not in h.leg_details["dense"] or h.leg_details["dense"]["question"] is not None
+               for h in outside)
+    # Without its question vectors, the chunk is only as near as its own vector.
     db.execute("delete from sift.question_vectors")
-    again = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=3, hybrid=False)
-    assert again[0].chunk_id != target or again[0].dense_distance > 1e-3
-    assert "question" not in (again[0].leg_details["dense"] or {}) or again[0].leg_details["dense"]["question"] is None
-    assert {h.chunk_id for h in kb.search("kb", "handbook", top_k=20)} >= {r[0] for r in rows}
+    again = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=6, hybrid=False)
+    mine = next(h for h in again if h.chunk_id == target)
+    assert mine.dense_distance > 0.05 and "question" not in mine.leg_details["dense"]
+    # The lexical leg alone finds every chunk by a word only its questions hold.
+    lexical = Client(db).search("kb", "handbook", top_k=20)
+    assert lexical.legs == ["lexical"] and {h.chunk_id for h in lexical} == {r[0] for r in rows}
 
 
 def test_question_vectors_must_fit_the_active_space(kb, db):

@@ -69,6 +69,9 @@ pool_mode = transaction
 default_pool_size = 1
 max_client_conn = 200
 ignore_startup_parameters = extra_float_digits,options
+; Each test drops its database, and with it the server connections PgBouncer pooled for it:
+; check a server connection before handing it out (else a client may get one already closed).
+server_check_delay = 0
 logfile = {home}/pgbouncer.log
 pidfile = {home}/pgbouncer.pid
 """)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from . import metrics, queries
@@ -130,25 +131,33 @@ def run_legs(conn: psycopg.Connection[Any], dataset: Path, *, models: tuple[str,
                              for k in (RRF_KS if method == "rrf" else (3,))], three)
               for method in METHODS}
     # The two-leg systems, tuned the same way: today's hybrid, and the two dense models alone.
-    two_legs = _tune(train, qrels, "rrf", [(w, 0.0, k) for w in WEIGHTS for k in RRF_KS], ("dense", "lexical"))
+    # The two-leg systems, tuned the same way: today's hybrid by each fusion, and the two dense
+    # models alone.
+    two_legs = {method: _tune(train, qrels, method, [(w, 0.0, k) for w in WEIGHTS
+                                                     for k in (RRF_KS if method == "rrf" else (3,))],
+                              ("dense", "lexical"))
+                for method in METHODS}
     two_dense = _tune(train, qrels, "rrf", [(1.0, w2, k) for w2 in SECOND_WEIGHTS for k in RRF_KS],
                       ("dense", SPACE))
 
-    # The Python fusion that tuned is sift._fuse's: the first train question's order, each way.
-    agree = True
+    # The Python fusion that tuned is sift._fuse's: each chosen cell's top 10, each way, for
+    # the first 20 train questions.
+    checks = agreed = 0
     for method in METHODS:
         c = chosen[method]
-        pool = client.candidates(COLLECTION, main_train.query_texts[0], embedding=main_train.query_embeddings[0],
-                                 space_embeddings={SPACE: second_train.query_embeddings[0]},
-                                 space_weights={SPACE: c["second_weight"]}, dense_weight=c["dense_weight"],
-                                 rrf_k=c["rrf_k"], fetch_k=int(c["fetch_k"]), fusion=method)
-        cut = {n: e[:int(c["fetch_k"])] for n, e in train[0].items()}
-        python = _combine(_normalised(cut, method, c["rrf_k"]),
-                          {"dense": c["dense_weight"], "lexical": 1 - c["dense_weight"], SPACE: c["second_weight"]})
-        agree = agree and python[:10] == [uri[p.chunk_id] for p in pool][:10]
+        for i in range(min(20, len(train))):
+            pool = client.candidates(COLLECTION, main_train.query_texts[i], embedding=main_train.query_embeddings[i],
+                                     space_embeddings={SPACE: second_train.query_embeddings[i]},
+                                     space_weights={SPACE: c["second_weight"]}, dense_weight=c["dense_weight"],
+                                     rrf_k=c["rrf_k"], fetch_k=int(c["fetch_k"]), fusion=method)
+            cut = {n: e[:int(c["fetch_k"])] for n, e in train[i].items()}
+            python = _combine(_normalised(cut, method, c["rrf_k"]), {
+                "dense": c["dense_weight"], "lexical": 1 - c["dense_weight"], SPACE: c["second_weight"]})
+            checks += 1
+            agreed += python[:10] == [uri[p.chunk_id] for p in pool][:10]
 
     # The test split, through sift.search itself.
-    def evaluate(knobs: Callable[[int], dict[str, Any]]) -> tuple[float, float]:
+    def evaluate(knobs: Callable[[int], dict[str, Any]]) -> tuple[list[float], float]:
         scores, times = [], []
         for i, qid in enumerate(main_test.query_ids):
             t0 = time.perf_counter()
@@ -156,51 +165,76 @@ def run_legs(conn: psycopg.Connection[Any], dataset: Path, *, models: tuple[str,
                                  top_k=10, **knobs(i))
             times.append((time.perf_counter() - t0) * 1000)
             scores.append(metrics.ndcg_at_k([uri[h.chunk_id] for h in hits], main_test.qrels[qid], 10))
-        return round(statistics.fmean(scores), 4), round(statistics.median(times), 1)
+        return scores, round(statistics.median(times), 1)
 
     def second(i: int) -> dict[str, Any]:
         return {SPACE: second_test.query_embeddings[i]}
 
-    rows = []
-    ndcg, p50 = evaluate(lambda i: {})
-    rows.append({"system": f"two legs ({names[0]} + BM25), defaults", "ndcg_at_10": ndcg, "p50_ms": p50})
-    t = two_legs
-    ndcg, p50 = evaluate(lambda i: {"dense_weight": t["dense_weight"], "rrf_k": t["rrf_k"],
-                                    "fetch_k": int(t["fetch_k"])})
-    rows.append({"system": f"two legs, tuned (w {t['dense_weight']}, k {t['rrf_k']:g}, fetch_k {t['fetch_k']:g})",
-                 "ndcg_at_10": ndcg, "p50_ms": p50, "train_ndcg": t["train_ndcg"]})
+    rows: list[dict[str, Any]] = []
+    per_query: dict[str, list[float]] = {}
+
+    def add(system: str, scores: list[float], p50: float, tuned: dict[str, float] | None, kind: str) -> None:
+        rows.append({"system": system, "ndcg_at_10": round(statistics.fmean(scores), 4), "p50_ms": p50,
+                     **({"train_ndcg": tuned["train_ndcg"]} if tuned else {}), "kind": kind})
+        per_query[system] = scores
+
+    scores, p50 = evaluate(lambda i: {})
+    add(f"two legs ({names[0]} + BM25), defaults", scores, p50, None, "defaults")
+    for method in METHODS:
+        t = two_legs[method]
+        fixed2 = {"dense_weight": t["dense_weight"], "rrf_k": t["rrf_k"], "fetch_k": int(t["fetch_k"]),
+                  "fusion": method}
+        def plain(i: int, fixed2: dict[str, Any] = fixed2) -> dict[str, Any]:
+            return fixed2
+
+        scores, p50 = evaluate(plain)
+        add(f"two legs, {method} (w {t['dense_weight']}" + (f", k {t['rrf_k']:g}" if method == "rrf" else "")
+            + f", fetch_k {t['fetch_k']:g})", scores, p50, t, "two")
     d = two_dense
-    ndcg, p50 = evaluate(lambda i: {"hybrid": False, "space_embeddings": second(i), "dense_weight": 1.0,
-                                    "space_weights": {SPACE: d["second_weight"]}, "rrf_k": d["rrf_k"],
-                                    "fetch_k": int(d["fetch_k"])})
-    rows.append({"system": f"two dense legs ({names[1]} {d['second_weight']}, k {d['rrf_k']:g}, "
-                           f"fetch_k {d['fetch_k']:g})",
-                 "ndcg_at_10": ndcg, "p50_ms": p50, "train_ndcg": d["train_ndcg"]})
+    scores, p50 = evaluate(lambda i: {"hybrid": False, "space_embeddings": second(i), "dense_weight": 1.0,
+                                      "space_weights": {SPACE: d["second_weight"]}, "rrf_k": d["rrf_k"],
+                                      "fetch_k": int(d["fetch_k"])})
+    add(f"two dense legs ({names[1]} {d['second_weight']}, k {d['rrf_k']:g}, fetch_k {d['fetch_k']:g})",
+        scores, p50, d, "dense")
     for method in METHODS:
         c = chosen[method]
         fixed = {"space_weights": {SPACE: c["second_weight"]}, "dense_weight": c["dense_weight"],
                  "rrf_k": c["rrf_k"], "fetch_k": int(c["fetch_k"]), "fusion": method}
+
         def knobs(i: int, fixed: dict[str, Any] = fixed) -> dict[str, Any]:
             return {**fixed, "space_embeddings": second(i)}
 
-        ndcg, p50 = evaluate(knobs)
-        rows.append({"system": f"three legs, {method} (w {c['dense_weight']}, {names[1]} {c['second_weight']}"
-                               + (f", k {c['rrf_k']:g}" if method == "rrf" else "") + f", fetch_k {c['fetch_k']:g})",
-                     "ndcg_at_10": ndcg, "p50_ms": p50, "train_ndcg": c["train_ndcg"]})
+        scores, p50 = evaluate(knobs)
+        add(f"three legs, {method} (w {c['dense_weight']}, {names[1]} {c['second_weight']}"
+            + (f", k {c['rrf_k']:g}" if method == "rrf" else "") + f", fetch_k {c['fetch_k']:g})",
+            scores, p50, c, "three")
+
+    # The third leg's gain: the best three-leg system against the best two-leg one, each chosen
+    # on train, with a paired bootstrap over the test questions (2,000 resamples, seed 0).
+    best_two = max((r for r in rows if r["kind"] == "two"), key=lambda r: r["train_ndcg"])
+    best_three = max((r for r in rows if r["kind"] == "three"), key=lambda r: r["train_ndcg"])
+    diffs = np.array(per_query[best_three["system"]]) - np.array(per_query[best_two["system"]])
+    rng = np.random.default_rng(0)
+    means = np.sort([float(diffs[rng.integers(0, len(diffs), len(diffs))].mean()) for _ in range(2000)])
+    gain = {"two": best_two["system"], "three": best_three["system"], "mean": round(float(diffs.mean()), 4),
+            "ci95": [round(float(means[49]), 4), round(float(means[1949]), 4)]}
     if not keep:
         client.drop_collection(COLLECTION)
     return {"dataset": main_test.name, "models": list(names), "train_queries": len(train),
-            "test_queries": len(main_test.query_ids), "load_s": round(load_s, 1), "python_matches_sql": agree,
-            "rows": rows}
+            "test_queries": len(main_test.query_ids), "load_s": round(load_s, 1),
+            "python_matches_sql": f"{agreed} of {checks}", "third_leg_gain": gain, "rows": rows}
 
 
 def format_table(result: dict[str, Any]) -> str:
     lines = [f"{result['dataset']}: {result['models'][0]} (built-in space), {result['models'][1]} (added space) "
              f"and BM25; tuned on {result['train_queries']} train questions, "
-             f"scored on {result['test_queries']} test questions; the tuning's Python fusion "
-             f"{'matches' if result['python_matches_sql'] else 'DIFFERS FROM'} sift._fuse",
+             f"scored on {result['test_queries']} test questions; the tuning's Python fusion gives "
+             f"sift._fuse's top 10 for {result['python_matches_sql']} checked questions",
              f"{'system':<64} {'nDCG@10':>8} {'train':>7} {'p50 ms':>7}"]
     for r in result["rows"]:
         train = f"{r['train_ndcg']:.4f}" if "train_ndcg" in r else ""
         lines.append(f"{r['system']:<64} {r['ndcg_at_10']:>8.4f} {train:>7} {r['p50_ms']:>7.1f}")
+    g = result["third_leg_gain"]
+    lines.append(f"third leg, best on train each ({g['three']} vs {g['two']}): {g['mean']:+.4f} nDCG@10 on test, "
+                 f"95% paired bootstrap [{g['ci95'][0]:+.4f}, {g['ci95'][1]:+.4f}]")
     return "\n".join(lines)

@@ -503,11 +503,11 @@ class AsyncClient:
                     if got.warning:
                         run.warnings.append(f"chunk {i}: {got.warning}")
                         enrich.log.warning("enrichment of %s chunk %d: %s", doc.source_uri, i, got.warning)
+                    # Only calls that fail count toward stopping: an answer that is of no use is the chunk's.
+                    failures_in_a_row = failures_in_a_row + 1 if got.call_error else 0
                     if got.failed:
                         run.failed += 1
-                        failures_in_a_row += 1
                         continue
-                    failures_in_a_row = 0
                     run.enriched += 1
                     chunk.enrichment = ChunkEnrichment(key, got.context, got.questions, enricher.model, header=header)
                 chunk.context = enrich.compose_context(header, chunk.enrichment.context, chunk.enrichment.questions)

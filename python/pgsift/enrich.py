@@ -34,7 +34,7 @@ from .models import Document
 log = logging.getLogger("pgsift.enrich")
 
 PROMPT_VERSION = "2026-12-01"
-MAX_FAILURES_IN_A_ROW = 5   # then an ingestion stops calling (a wrong endpoint, model or key)
+MAX_FAILURES_IN_A_ROW = 5   # failed calls in a row, then an ingestion stops calling (a wrong endpoint, model or key)
 MAX_QUESTIONS = 5
 CONTEXT_WORDS = (50, 100)
 # questions_as: in the chunk's embedding, as vectors of their own, or both (the lexical leg
@@ -73,6 +73,8 @@ class Enrichment:
     output_tokens: int = 0
     warning: str | None = None
     failed: bool = False
+    # The call itself failed (an exception, a refused request), not its answer.
+    call_error: bool = False
 
 
 class Enricher(Protocol):
@@ -157,7 +159,8 @@ def prompt_parts(document: Document, chunk_index: int, max_tokens: int) -> tuple
     section = document.chunks[chunk_index].section
     around = [c.content for c in document.chunks if section is not None and c.section == section] \
         or [c.content for c in document.chunks[max(0, chunk_index - 1):chunk_index + 2]]
-    shown = "\n\n".join(around)[:max_tokens * 4]
+    share = max(200, max_tokens * 4 // max(1, len(around)))   # every part of the section gets its share
+    shown = "\n\n".join(part[:share] for part in around)
     return f"Outline:\n{outline(document)}"[:max_tokens * 4], f"Its section:\n{shown}\n\nThe chunk:\n{chunk}"
 
 
@@ -172,6 +175,8 @@ class OpenAIChatEnricher:
         if not model or not isinstance(model, str):
             raise InvalidArgument("the enricher needs a model name")
         self.model = model
+        # Part of the cache key: another endpoint serving a model of the same name answers apart.
+        self.fingerprint = base_url or "default"
         if client is None:
             try:
                 import openai
@@ -199,7 +204,8 @@ class OpenAIChatEnricher:
         try:
             response = self.client.chat.completions.create(model=self.model, messages=messages, temperature=0)
         except Exception as exc:  # noqa: BLE001 - any provider fault is a warning, never a failed ingest
-            return Enrichment(None, [], warning=f"call failed: {type(exc).__name__}: {str(exc)[:160]}", failed=True)
+            return Enrichment(None, [], warning=f"call failed: {type(exc).__name__}: {str(exc)[:160]}", failed=True,
+                              call_error=True)
         usage = getattr(response, "usage", None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -254,7 +260,8 @@ def call(enricher: Any, document_part: str, chunk_part: str, settings: Settings)
     try:
         got = enricher.enrich(document_part, chunk_part, context=settings.context, questions=settings.questions)
     except Exception as exc:  # noqa: BLE001 - an enricher's fault never fails an ingestion
-        return Enrichment(None, [], warning=f"call failed: {type(exc).__name__}: {str(exc)[:160]}", failed=True)
+        return Enrichment(None, [], warning=f"call failed: {type(exc).__name__}: {str(exc)[:160]}", failed=True,
+                          call_error=True)
     if not isinstance(got, Enrichment):
         return Enrichment(None, [], warning=f"the enricher returned {type(got).__name__}, not an Enrichment",
                           failed=True)
