@@ -24,3 +24,26 @@ comment on column sift.question_vectors.chunk_id is 'The chunk the question is a
 comment on column sift.question_vectors.ordinal is 'Which of its questions (0-based).';
 comment on column sift.question_vectors.collection_id is 'The chunk''s collection (set by the write trigger).';
 comment on column sift.question_vectors.embedding is 'The question''s vector, in the collection''s active space.';
+
+-- The partial HNSW index of each size and distance a collection already uses (the table is
+-- new, so each is built empty at once; sift._ensure_dense_index builds them for new sizes).
+do $indexes$
+declare
+    s record;
+begin
+    for s in select distinct v.dimensions, v.distance from sift.vector_spaces v order by 1, 2 loop
+        execute format(
+            'create index if not exists %I on sift.question_vectors using hnsw '
+            '((embedding::@extschema:vector@.%s(%s)) @extschema:vector@.%s) '
+            'where @extschema:vector@.vector_dims(embedding) = %s',
+            format('question_vectors_hnsw_%s_%s', s.distance, s.dimensions),
+            case when s.dimensions > 2000 then 'halfvec' else 'vector' end, s.dimensions,
+            case when s.dimensions > 2000 then 'halfvec' else 'vector' end
+                || case s.distance when 'cosine' then '_cosine_ops' when 'l2' then '_l2_ops' else '_ip_ops' end,
+            s.dimensions);
+    end loop;
+end
+$indexes$;
+
+-- The leg's signature grows (its size and exact_search_limit): re-created by the function files.
+drop function if exists sift._question_leg(bigint, text, @extschema:vector@.vector, jsonb, integer);

@@ -46,8 +46,9 @@ declare
         when 'l2' then '_l2_ops'
         when 'inner_product' then '_ip_ops' end;
     index_name text := format('chunks_hnsw_%s_%s', distance, dims);
-    tables  text[] := array['chunks', 'chunk_vectors'];
-    names   text[] := array[index_name, format('chunk_vectors_hnsw_%s_%s', distance, dims)];
+    tables  text[] := array['chunks', 'chunk_vectors', 'question_vectors'];
+    names   text[] := array[index_name, format('chunk_vectors_hnsw_%s_%s', distance, dims),
+                            format('question_vectors_hnsw_%s_%s', distance, dims)];
 begin
     -- The one SECURITY DEFINER function: an index on the shared chunks table
     -- can only be created by its owner, and collection admins create
@@ -66,7 +67,8 @@ begin
     -- Looked up first, so a second collection of a size prints no notice.
     -- An added space needs only sift.chunk_vectors' (a built-in space's size
     -- never changes, and an index on the chunks locks every tenant's writes).
-    for i in case when added_only then 2 else 1 end .. 2 loop
+    -- Questions as vectors of their own are in the active space, built-in or added.
+    for i in case when added_only then 2 else 1 end .. 3 loop
         if pg_catalog.to_regclass(pg_catalog.format('sift.%I', names[i])) is null then
             execute format(
                 'create index if not exists %I on sift.%I using hnsw '
@@ -80,7 +82,7 @@ end;
 $$;
 comment on function sift._ensure_dense_index(integer, sift.distance, boolean) is
     'Internal, writes: creates the partial HNSW indexes for one (dimension, distance) if missing, '
-    'on sift.chunks and on sift.chunk_vectors (halfvec past 2,000 dimensions, up to 4,000; '
+    'on sift.chunks, sift.chunk_vectors and sift.question_vectors (halfvec past 2,000 dimensions, up to 4,000; '
     'added_only: only the latter, for an added space). '
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 

@@ -107,29 +107,46 @@ create or replace trigger question_vectors_before_write
 
 
 create or replace function sift._question_leg(
-    collection_id bigint, metric text, query @extschema:vector@.vector, filter jsonb, n integer)
+    collection_id bigint, dims integer, metric text, query @extschema:vector@.vector, filter jsonb, n integer,
+    exact_search_limit integer)
 returns table (chunk_id bigint, ordinal smallint, distance double precision)
-language plpgsql stable security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 rows 100
 as $$
 #variable_conflict use_column
 declare
-    fpath jsonpath := sift.filter_path(filter);
+    fpath     jsonpath := sift.filter_path(filter);
+    iterative boolean := sift._pgvector_has_iterative_scan();
+    saved_ef  text := current_setting('hnsw.ef_search', true);
+    saved_it  text := case when iterative then current_setting('hnsw.iterative_scan', true) end;
+    small     boolean;
+    sql       text;
+    walk      text := format('order by (q.embedding::@extschema:vector@.%1$s(%2$s)) %3$s ($1::@extschema:vector@.%1$s(%2$s))',
+                             case when dims > 2000 then 'halfvec' else 'vector' end, dims,
+                             sift._distance_operator(metric));
+    ids       bigint[];
+    ords      smallint[];
+    dists     double precision[];
 begin
-    -- The n nearest chunks by their best question, inside the metadata filter;
-    -- each chunk once, at its best question. Exact: every question vector of
-    -- the collection is measured (no index yet), keeping the nearest 5n (a
-    -- chunk has at most 5 questions, so its best is among them).
-    return query execute format(
+    -- The n chunks nearest the query by their best question, inside the
+    -- metadata filter; each chunk once, at its best question. The nearest 5n
+    -- questions hold every such chunk's best (a chunk has at most 5). Few
+    -- question vectors are measured exactly; more walk the partial HNSW index
+    -- of their size (sift._ensure_dense_index), ordered by its own expression.
+    select count(*) <= _question_leg.exact_search_limit into small
+    from (select 1 from sift.question_vectors q
+          where q.collection_id = _question_leg.collection_id
+          limit _question_leg.exact_search_limit + 1) s;
+    sql := format(
         'select b.chunk_id, b.ordinal, b.d from (
              select distinct on (t.chunk_id) t.chunk_id, t.ordinal, t.d
              from (select q.chunk_id, q.ordinal, q.embedding %1$s $1 as d
                    from sift.question_vectors q
                    %2$s
                    where q.collection_id = $2
-                     and @extschema:vector@.vector_dims(q.embedding) = @extschema:vector@.vector_dims($1) %3$s
-                   order by 3, 1, 2
+                     and @extschema:vector@.vector_dims(q.embedding) = %4$s %3$s
+                   %5$s
                    limit $4 * 5) t
              order by t.chunk_id, t.d, t.ordinal) b
          order by b.d, b.chunk_id
@@ -138,10 +155,36 @@ begin
         case when fpath is null then ''
              else 'join sift.chunks k on k.chunk_id = q.chunk_id join sift.documents d on d.document_id = k.document_id' end,
         case when fpath is null then ''
-             else 'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true)' end)
-    using query, collection_id, fpath, n;
+             else 'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true)' end,
+        dims,
+        case when small then 'order by 3, 1, 2' else walk end);
+    if not small then
+        -- Transaction-local and restored right after, as the dense leg does.
+        perform set_config('hnsw.ef_search', least(greatest(n * 5, 100), 1000)::text, true);
+        if iterative then
+            perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        end if;
+        execute format('select array_agg(l.chunk_id order by l.d, l.chunk_id), '
+                       'array_agg(l.ordinal order by l.d, l.chunk_id), array_agg(l.d order by l.d, l.chunk_id) '
+                       'from (%s) l', sql)
+            into ids, ords, dists
+            using query, collection_id, fpath, n;
+        perform set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true);
+        if iterative then
+            perform set_config('hnsw.iterative_scan', coalesce(saved_it, 'off'), true);
+        end if;
+        if coalesce(cardinality(ids), 0) >= n then
+            return query select u.id, u.o, u.d from unnest(ids, ords, dists) as u(id, o, d) order by u.d, u.id;
+            return;
+        end if;
+        -- The index walk came back short: the exact scan answers instead.
+        sql := replace(sql, walk, 'order by 3, 1, 2');
+    end if;
+    return query execute sql using query, collection_id, fpath, n;
 end;
 $$;
-comment on function sift._question_leg(bigint, text, @extschema:vector@.vector, jsonb, integer) is
-    'Internal: the n chunks nearest the query by their best question vector (exact), inside the '
-    'metadata filter, with which question and its distance.';
+comment on function sift._question_leg(bigint, integer, text, @extschema:vector@.vector, jsonb, integer, integer) is
+    'Internal: the n chunks nearest the query by their best question vector, inside the metadata '
+    'filter, with which question and its distance: exact for a collection with at most '
+    'exact_search_limit question vectors, else the partial HNSW index of their size.';
+

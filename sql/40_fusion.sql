@@ -313,7 +313,8 @@ begin
                 from unnest(dense_ids, dense_raw) as u(id, d)
                 union all
                 select x.chunk_id, x.distance, x.ordinal
-                from sift._question_leg(col.collection_id, space.distance, query_embedding, _pool.filter, n) x
+                from sift._question_leg(col.collection_id, space.dimensions, space.distance, query_embedding,
+                                        _pool.filter, n, knobs.exact_search_limit) x
             ), b as (
                 select distinct on (a.chunk_id) a.chunk_id, a.d, a.qo
                 from a order by a.chunk_id, a.d, a.qo nulls first

@@ -261,6 +261,19 @@ def test_questions_as_vectors_of_their_own(kb, db, policy):
     assert hits[0].chunk_id == target and hits[0].leg_details["dense"]["question"] == ordinal
     assert hits[0].dense_distance == pytest.approx(0, abs=1e-6)
     # Its chunk's own vector does not bring it up: without question vectors it ranks lower.
+    # Past exact_search_limit question vectors, the leg walks their HNSW index: the same answer.
+    walked = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=3, hybrid=False,
+                       exact_search_limit=0)
+    assert walked[0].chunk_id == target and walked[0].leg_details["dense"]["question"] == ordinal
+    with db.transaction():
+        db.execute("set local enable_seqscan = off")
+        db.execute("set local enable_sort = off")
+        plan = "\n".join(r[0] for r in db.execute(
+            "explain select q.chunk_id from sift.question_vectors q where q.collection_id = "
+            "(select collection_id from sift.collections where name = 'kb') "
+            "and vector_dims(q.embedding) = 8 order by (q.embedding::vector(8)) <=> %s::vector(8) limit 10",
+            [str(HashEmbedder().embed([question])[0].tolist())]).fetchall())
+    assert "question_vectors_hnsw_cosine_8" in plan
     # The N-leg path says so too; a metadata filter applies to question vectors as to chunks.
     fused = kb.search("kb", question, embedding=HashEmbedder().embed([question])[0], top_k=3, hybrid=False,
                       fusion="dbsf")

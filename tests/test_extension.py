@@ -283,7 +283,8 @@ def test_an_extension_install_survives_dump_and_restore(installed, database, tmp
         hnsw = "select indexname from pg_catalog.pg_indexes where schemaname = 'sift' and indexname ~ 'hnsw' order by 1"
         assert conn.execute(hnsw).fetchall() == []
         assert conn.execute("select * from sift.ensure_dense_indexes()").fetchall() == [("chunks_hnsw_cosine_8",)]
-        assert conn.execute(hnsw).fetchall() == [("chunk_vectors_hnsw_cosine_8",), ("chunks_hnsw_cosine_8",)]
+        assert conn.execute(hnsw).fetchall() == [("chunk_vectors_hnsw_cosine_8",), ("chunks_hnsw_cosine_8",),
+                                                 ("question_vectors_hnsw_cosine_8",)]
         # The sequences came back too: a new document and its chunks take new ids.
         sequences = ("select sequencename, last_value from pg_catalog.pg_sequences where schemaname = 'sift' "
                      "order by 1")
