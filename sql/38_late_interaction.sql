@@ -8,6 +8,27 @@
 -- pair: it grows with N x query tokens x chunk tokens (bench/README.md).
 
 
+create or replace function sift._chunk_collection(chunk_id bigint)
+returns bigint
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    found bigint;
+begin
+    -- As the caller sees it: another tenant's chunk is invisible, so it is SF006 like a missing one.
+    select k.collection_id into found from sift.chunks k where k.chunk_id = _chunk_collection.chunk_id;
+    if found is null then
+        raise exception 'chunk % is not a chunk the tenant has', chunk_id using errcode = 'SF006';
+    end if;
+    return found;
+end;
+$$;
+comment on function sift._chunk_collection(bigint) is
+    'Internal: a chunk''s collection, for the triggers of the tables that hang off a chunk (token '
+    'vectors, enrichments, question vectors); SF006 for a chunk the tenant does not have.';
+
+
 create or replace function sift._token_dims(collection_id bigint)
 returns integer
 language sql stable security invoker
@@ -30,10 +51,7 @@ declare
 begin
     -- The collection is the chunk's, as the caller sees it (a chunk of another
     -- tenant is invisible); every token has one size, the collection's.
-    select k.collection_id into new.collection_id from sift.chunks k where k.chunk_id = new.chunk_id;
-    if new.collection_id is null then
-        raise exception 'chunk % is not a chunk the tenant has', new.chunk_id using errcode = 'SF006';
-    end if;
+    new.collection_id := sift._chunk_collection(new.chunk_id);
     if coalesce(array_ndims(new.tokens), 1) <> 1 then
         raise exception 'the token vectors of chunk % must be a one-dimensional array', new.chunk_id
             using errcode = 'SF003';

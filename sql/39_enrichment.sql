@@ -12,10 +12,7 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     -- The chunk's collection, as the caller sees it (another tenant's chunk is invisible).
-    select k.collection_id into new.collection_id from sift.chunks k where k.chunk_id = new.chunk_id;
-    if new.collection_id is null then
-        raise exception 'chunk % is not a chunk the tenant has', new.chunk_id using errcode = 'SF006';
-    end if;
+    new.collection_id := sift._chunk_collection(new.chunk_id);
     if exists (select 1 from unnest(new.questions) as q(t) where q.t is null or pg_catalog.btrim(q.t) = '') then
         raise exception 'the questions of chunk % include a blank one', new.chunk_id using errcode = 'SF003';
     end if;
@@ -85,10 +82,7 @@ declare
 begin
     -- The chunk's collection, as the caller sees it; the vector must fit the
     -- collection's active space (the one the dense leg searches).
-    select k.collection_id into new.collection_id from sift.chunks k where k.chunk_id = new.chunk_id;
-    if new.collection_id is null then
-        raise exception 'chunk % is not a chunk the tenant has', new.chunk_id using errcode = 'SF006';
-    end if;
+    new.collection_id := sift._chunk_collection(new.chunk_id);
     select c.* into col from sift.collections c where c.collection_id = new.collection_id;
     space := sift._space(col, null);
     perform sift._check_dims(space.dimensions, space.distance,

@@ -29,7 +29,7 @@ from .bench import read_jsonl
 from .client import Client
 from .enrich import Enrichment
 from .errors import CollectionNotFound
-from .models import Chunk, Document
+from .models import Chunk, Document, embedding_text
 
 POLICIES = ("off", "embedding", "vectors", "both")
 
@@ -105,7 +105,7 @@ def run_questions(conn: psycopg.Connection[Any], dataset: Path, *, embedder: Any
             if policy == "off":
                 for doc in docs:
                     for c in doc.chunks:
-                        c.embedding = embedder.embed([f"{c.context}\n\n{c.content}" if c.context else c.content])[0]
+                        c.embedding = embedder.embed([embedding_text(c.context, c.content)])[0]
             else:
                 docs = client.enrich_documents(name, docs, HumanQuestions(indexed), context=False, questions=5,
                                                questions_as=policy)

@@ -19,7 +19,7 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from .errors import InvalidArgument
-from .models import Candidate, Collection, Document, Hit, RerankerConfig, Section
+from .models import Candidate, Collection, Document, Hit, RerankerConfig, Section, embedding_text
 from .vectors import Vec, vec
 
 MAX_POOL = 1000   # sift.search's match_count bound
@@ -367,23 +367,29 @@ def chunk_arrays(document_ids: list[int], batch: Batch,
 TOKENS_PER_STATEMENT = 50000
 
 
+def _flat_tokens(chunks: Iterable[tuple[int, list[Vec]]],
+                 per_statement: int = TOKENS_PER_STATEMENT) -> Iterator[tuple[list[int], list[Vec]]]:
+    """(chunk_ids, token_vectors) flat arrays of sift.write_token_vectors, whole chunks at a
+    time (a statement replaces the tokens of the chunks it names), about `per_statement` each."""
+    ids: list[int] = []
+    vectors: list[Vec] = []
+    for chunk_id, tokens in chunks:
+        if ids and len(ids) + len(tokens) > per_statement:
+            yield ids, vectors
+            ids, vectors = [], []
+        ids += [chunk_id] * len(tokens)
+        vectors += tokens
+    if ids:
+        yield ids, vectors
+
+
 def token_arrays(chunk_ids: Mapping[tuple[int, int], int], document_ids: list[int], batch: Batch,
                  per_statement: int = TOKENS_PER_STATEMENT) -> Iterator[dict[str, list[Any]]]:
     """A batch's token vectors as sift.write_token_vectors' flat arrays (chunk_ids looked up
-    by (document id, ordinal)), whole chunks at a time, about `per_statement` vectors each."""
-    ids: list[int] = []
-    vectors: list[Vec] = []
-    for doc_id, (_, _, rows) in zip(document_ids, batch, strict=True):
-        for row in rows:
-            tokens = row[6]
-            if tokens is None:
-                continue
-            if ids and len(ids) + len(tokens) > per_statement:
-                yield {"chunk_ids": ids, "token_vectors": vectors}
-                ids, vectors = [], []
-            ids += [chunk_ids[(doc_id, row[0])]] * len(tokens)
-            vectors += tokens
-    if ids:
+    by (document id, ordinal))."""
+    chunks = ((chunk_ids[(doc_id, row[0])], row[6]) for doc_id, (_, _, rows) in zip(document_ids, batch, strict=True)
+              for row in rows if row[6] is not None)
+    for ids, vectors in _flat_tokens(chunks, per_statement):
         yield {"chunk_ids": ids, "token_vectors": vectors}
 
 
@@ -405,10 +411,7 @@ def embed_chunks(docs: Sequence[Document], embedder: Any, contexts: Mapping[int,
     ({id(chunk): context}) replaces the stored context where what is embedded differs."""
     chunks = [c for d in docs for c in d.chunks]
     given = contexts or {}
-    texts = []
-    for c in chunks:
-        ctx = given.get(id(c), c.context)
-        texts.append(f"{ctx}\n\n{c.content}" if ctx else c.content)
+    texts = [embedding_text(given.get(id(c), c.context), c.content) for c in chunks]
     for start in range(0, len(texts), 256):
         for chunk, vector in zip(chunks[start:start + 256], embedder.embed(texts[start:start + 256]), strict=True):
             chunk.embedding = vector
@@ -429,17 +432,18 @@ def embed_questions(docs: Sequence[Document], embedder: Any) -> None:
                 c.enrichment = dataclasses.replace(c.enrichment, question_vectors=got.get(id(c), []))
 
 
-def question_vector_rows(chunk_ids: Mapping[tuple[int, int], int],
-                         documents: Sequence[tuple[int, Document]]) -> list[dict[str, Any]]:
-    """question_vectors rows of written documents."""
-    rows = []
+def question_vector_arrays(chunk_ids: Mapping[tuple[int, int], int],
+                           documents: Sequence[tuple[int, Document]]) -> dict[str, list[Any]]:
+    """question_vectors of written documents as parallel arrays, for one statement."""
+    out: dict[str, list[Any]] = {"chunk_ids": [], "ordinals": [], "embeddings": []}
     for doc_id, doc in documents:
         for ordinal, chunk in enumerate(doc.chunks):
             e = chunk.enrichment
             for i, vector in enumerate((e.question_vectors or []) if e is not None else []):
-                rows.append({"chunk_id": chunk_ids[(doc_id, ordinal)], "ordinal": i,
-                             "embedding": vec(vector, f"the vector of question {i} of chunk {ordinal}")})
-    return rows
+                out["chunk_ids"].append(chunk_ids[(doc_id, ordinal)])
+                out["ordinals"].append(i)
+                out["embeddings"].append(vec(vector, f"the vector of question {i} of chunk {ordinal}"))
+    return out
 
 
 def enrichment_rows(chunk_ids: Mapping[tuple[int, int], int],
@@ -465,21 +469,13 @@ def chunk_token_params(collection: Any, tokens: Mapping[int, Any]) -> list[dict[
     name = check_text(collection, "collection")
     if not isinstance(tokens, Mapping):
         raise InvalidArgument("tokens must be a mapping of chunk id to that chunk's token vectors")
-    out: list[dict[str, Any]] = []
-    ids: list[int] = []
-    vectors: list[Vec] = []
+    checked = []
     for chunk_id, given in tokens.items():
         if not isinstance(chunk_id, int) or isinstance(chunk_id, bool):
             raise InvalidArgument(f"tokens is keyed by chunk id (int), got {chunk_id!r}")
-        checked = token_vectors(given, f"the token vectors of chunk {chunk_id}", MAX_CHUNK_TOKENS)
-        if ids and len(ids) + len(checked) > TOKENS_PER_STATEMENT:
-            out.append({"collection": name, "chunk_ids": ids, "token_vectors": vectors})
-            ids, vectors = [], []
-        ids += [chunk_id] * len(checked)
-        vectors += checked
-    if ids:
-        out.append({"collection": name, "chunk_ids": ids, "token_vectors": vectors})
-    return out
+        checked.append((chunk_id, token_vectors(given, f"the token vectors of chunk {chunk_id}", MAX_CHUNK_TOKENS)))
+    return [{"collection": name, "chunk_ids": ids, "token_vectors": vectors}
+            for ids, vectors in _flat_tokens(checked)]
 
 
 def batches(collection: Collection, documents: Iterable[Document], size: int,

@@ -440,9 +440,9 @@ class AsyncClient:
             rows = calls.enrichment_rows(ids, enriched)
             if rows:
                 await cur3.executemany(q.INSERT_ENRICHMENT, rows)
-            vectors = calls.question_vector_rows(ids, enriched)
-            if vectors:
-                await cur3.executemany(q.INSERT_QUESTION_VECTOR, vectors)
+            vectors = calls.question_vector_arrays(ids, enriched)
+            if vectors["chunk_ids"]:
+                await conn.execute(q.INSERT_QUESTION_VECTORS, vectors, prepare=False)
             runs = [calls.run_row(d, doc.enrichment_run) for d, doc in enriched if doc.enrichment_run is not None]
             if runs:
                 await cur3.executemany(q.INSERT_ENRICHMENT_RUN, runs)

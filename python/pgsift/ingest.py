@@ -23,7 +23,7 @@ from typing import Any
 from .chunking import LocalTokenizer, TokenCounter, chunk_hierarchical
 from .errors import EmbedderUnavailable, InvalidArgument
 from .languages import detect
-from .models import Chunk, Document, Embedder, Section
+from .models import Chunk, Document, Embedder, Section, embedding_text
 
 Progress = Callable[[int, int], None]   # (chunks embedded so far, chunks to embed)
 
@@ -144,7 +144,7 @@ def _embed_texts(embedder: Embedder, texts: list[str], progress: Progress | None
 
 def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedder | None,
                progress: Progress | None = None) -> list[Document]:
-    texts = [f"{c.context}\n\n{c.content}" if c.context else c.content
+    texts = [embedding_text(c.context, c.content)
              for _, chunks in pending for c in chunks]
     if not texts:
         return [doc for doc, _ in pending]
@@ -216,7 +216,7 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None, progress: Progre
     if missing:
         if embedder is None:
             raise InvalidArgument(f"{path}: chunks without 'embedding' need an embedder")
-        vectors = _embed_texts(embedder, [f"{c.context}\n\n{c.content}" if c.context else c.content
+        vectors = _embed_texts(embedder, [embedding_text(c.context, c.content)
                                           for _, c in missing], progress)
         for (_, chunk), vec in zip(missing, vectors, strict=True):
             chunk.embedding = vec

@@ -72,6 +72,12 @@ class Chunk:
     enrichment: ChunkEnrichment | None = None
 
 
+def embedding_text(context: str | None, content: str) -> str:
+    """What a chunk's vector is embedded from: its context header, then its text (defined
+    once, for ingest, enrichment and the benchmarks)."""
+    return f"{context}\n\n{content}" if context else content
+
+
 @dataclass(frozen=True)
 class ChunkEnrichment:
     """What a language model wrote for a chunk (pgsift.enrich), kept apart from its text, and

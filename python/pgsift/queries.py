@@ -242,9 +242,10 @@ insert into sift.chunk_enrichments (chunk_id, collection_id, enrichment_key, con
 values (%(chunk_id)s::bigint, 0, %(key)s::text, %(context)s::text, %(questions)s::text[], %(model)s::text)
 """
 
-INSERT_QUESTION_VECTOR = """
+INSERT_QUESTION_VECTORS = """
 insert into sift.question_vectors (chunk_id, ordinal, collection_id, embedding)
-values (%(chunk_id)s::bigint, %(ordinal)s::smallint, 0, %(embedding)b)
+select u.c, u.o, 0, u.e
+from unnest(%(chunk_ids)s::bigint[], %(ordinals)s::smallint[], %(embeddings)b) as u(c, o, e)
 """
 
 INSERT_ENRICHMENT_RUN = """
