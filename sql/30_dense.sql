@@ -41,9 +41,13 @@ as $$
     -- index of its own, partial on its collection (built-in) or space (added):
     -- the rows are that index's predicate alone, by value, so the planner both
     -- proves it and counts it once (every vector of a space has its size).
+    -- The exact form keeps the best n in a top-n sort over a fenced scan (offset
+    -- 0: no index order): sorting every distance to number them cost twice the
+    -- scan itself.
     select format(
         $f$
         with m as materialized (
+            %7$s
             select c.chunk_id, (c.embedding::@extschema:vector@.vector(%1$s) %2$s $1) as distance
             from %5$s c
             where %6$s
@@ -63,7 +67,7 @@ as $$
             'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true))' else '' end,
         -- Past 2,000 dimensions the index holds halfvec: walked in half
         -- precision, the distances above re-scored at full.
-        case when exact then ''
+        case when exact then 'offset 0) x order by x.distance, x.chunk_id limit $4'
              when coalesce(half, dims > 2000) then
                  format('order by c.embedding::@extschema:vector@.halfvec(%s) %s $1::@extschema:vector@.halfvec(%s) '
                         'limit $4', dims, sift._distance_operator(distance), dims)
@@ -73,7 +77,8 @@ as $$
         case when own_index is not null
              then pg_catalog.format('c.%s = %s', case when added then 'space_id' else 'collection_id' end, own_index)
              else pg_catalog.format('c.collection_id = any ($2) and @extschema:vector@.vector_dims(c.embedding) = %s %s',
-                                    dims, case when added then 'and c.space_id = $5' else '' end) end)
+                                    dims, case when added then 'and c.space_id = $5' else '' end) end,
+        case when exact then 'select x.chunk_id, x.distance from (' else '' end)
 $$;
 comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean, boolean, bigint) is
     'Internal: the dense leg''s statement, exact or through the HNSW index (shared, in full or half '
@@ -96,15 +101,25 @@ declare
     iterative boolean := sift._pgvector_has_iterative_scan();
     saved_ef  text := current_setting('hnsw.ef_search', true);
     saved_it  text := case when iterative then current_setting('hnsw.iterative_scan', true) end;
+    n_chunks  double precision;
     small     boolean;
     ids       bigint[];
     dists     double precision[];
 begin
-    -- Small collections are scanned exactly: count at most limit+1 chunks (index-only).
-    select count(*) <= _dense_leg.exact_search_limit into small
-    from (select 1 from sift.chunks c
-          where c.collection_id = any (collection_ids)
-          limit _dense_leg.exact_search_limit + 1) s;
+    -- How many chunks the collections hold: the lexical statistics' count (kept
+    -- by the chunks' trigger), read in a few rows rather than counted.
+    select coalesce(sum(s.chunks), 0) into n_chunks
+    from sift.collection_lexical_stats s
+    where s.collection_id = any (collection_ids);
+    -- Small collections are scanned exactly. So is one of up to ten times that
+    -- size holding under a tenth of a shared index: the walk would pass over
+    -- the other collections' vectors to find its own, and costs more than the
+    -- scan (an index of its own holds only its vectors).
+    small := n_chunks <= _dense_leg.exact_search_limit
+             or (own_index is null and n_chunks <= 10.0 * _dense_leg.exact_search_limit
+                 and 10 * n_chunks < (select c.reltuples from pg_catalog.pg_class c
+                                      where c.oid = case when space_id is null then 'sift.chunks'::pg_catalog.regclass
+                                                         else 'sift.chunk_vectors'::pg_catalog.regclass end));
 
     if not small then
         -- Transaction-local and restored right after: a pooled connection never

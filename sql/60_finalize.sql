@@ -97,6 +97,18 @@ comment on function sift._language(text) is
     'Internal: a language code''s primary subtag in lower case (en-US, EN, en_GB: en; null for null).';
 
 
+create or replace function sift._locale_path()
+returns text
+language sql immutable parallel safe security invoker
+as $$
+    -- Not pinned, so it inlines (a constant).
+    select '^((?:[A-Za-z][A-Za-z0-9+.-]*://[^/]+)?/?)([A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*)/(.*)$'::text
+$$;
+comment on function sift._locale_path() is
+    'Internal: a source_uri with a leading locale segment (scheme and host, the locale, the rest), '
+    'for sift._page_key.';
+
+
 create or replace function sift._page_key(source_uri text, metadata jsonb, language text)
 returns text
 language sql immutable parallel safe security invoker
@@ -107,14 +119,13 @@ as $$
     -- source_uri without a leading locale segment that names the document's
     -- own language (/de/x, de-AT/x, https://site/de/x: x). A document without
     -- a language is a page of its own (null: never grouped).
+    -- No subquery: inlined into finalize's per-chunk statement, a sub-plan
+    -- there cost every search ~4 us a chunk even with one_translation off.
     select coalesce(metadata ->> 'page_key',
-                    case when language is not null then
-                        (select m[1] || m[3]
-                         from pg_catalog.regexp_match(
-                                  source_uri,
-                                  '^((?:[A-Za-z][A-Za-z0-9+.-]*://[^/]+)?/?)([A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*)/(.*)$')
-                              as m
-                         where sift._language(m[2]) = language) end)
+                    case when language is not null
+                              and sift._language((pg_catalog.regexp_match(source_uri, sift._locale_path()))[2]) = language
+                         then (pg_catalog.regexp_match(source_uri, sift._locale_path()))[1]
+                              || (pg_catalog.regexp_match(source_uri, sift._locale_path()))[3] end)
 $$;
 comment on function sift._page_key(text, jsonb, text) is
     'Internal: the page a document is a translation of: metadata page_key, else its source_uri '
@@ -130,6 +141,8 @@ returns table (chunk_id bigint, score double precision, pool_rank integer, merge
 language sql stable security invoker
 rows 50
 set search_path = pg_catalog, pg_temp
+-- Planned once a session: a custom plan per call re-plans the whole body.
+set plan_cache_mode = force_generic_plan
 as $$
     -- parent_return on a pool (distinct ids in pool order): the passages of a
     -- section that merges fold into its first one in the pool (the section's
@@ -137,7 +150,10 @@ as $$
     -- score among them. parent: every section merges; auto: a section merges
     -- when the share of its passages in the pool reaches merge_threshold.
     -- merged says the representative now stands for more text than itself.
-    with e as (
+    -- Materialized, as every per-collection row below: inlined, each
+    -- (knobs[i]).x would copy the whole knob set out of its array once per
+    -- chunk (~20 us a chunk).
+    with e as materialized (
         select (cols[i]).collection_id as cid, (knobs[i]).parent_return::text as pr,
                (knobs[i]).merge_threshold::double precision as mt
         from pg_catalog.generate_subscripts(cols, 1) as i
@@ -304,8 +320,9 @@ begin
                                    else format(', but reranker "%s" scored this pool: not applied', scored_by) end;
     end if;
 
-    -- Recency and boost, per chunk with its own collection's settings.
-    with c as (
+    -- Recency and boost, per chunk with its own collection's settings (c is
+    -- one row per collection, materialized so the knobs are read once each).
+    with c as materialized (
         select (cols[i]).collection_id as cid, (cols[i]).name::text as cname,
                (knobs[i]).boost::double precision as boost,
                (knobs[i]).recency_field::text as field,
@@ -642,6 +659,8 @@ create or replace function sift._hits(
 returns setof sift.hit
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
+-- Planned once a session: a custom plan per call re-plans the whole body.
+set plan_cache_mode = force_generic_plan
 as $$
     -- The kept hits with their text and document: finalize's rows joined by id
     -- (each a lookup by key; never a scan of the documents table). A merged
@@ -668,6 +687,10 @@ as $$
         cross join lateral (select k.ordinal, k.content, k.context, k.token_count, k.section_id
                             from sift.chunks k where k.chunk_id = f.chunk_id) k
         join c on c.cname = f.collection_name
+    ), pl as materialized (
+        -- The pool unnested once and joined by id (a lateral unnest per hit
+        -- read the whole pool again for each).
+        select * from pg_catalog.unnest(pool)
     ), b as (
         -- What each hit's text spans: its chunk, or its whole section when merged.
         select f.chunk_id,
@@ -739,7 +762,7 @@ as $$
     left join win on win.chunk_id = f.chunk_id
     cross join lateral (select d.source_uri, d.title, d.metadata from sift.documents d
                         where d.document_id = f.document_id) d
-    left join lateral (select c.* from pg_catalog.unnest(pool) c where c.chunk_id = f.chunk_id) p on true
+    left join pl p on p.chunk_id = f.chunk_id
     order by f.position, f.chunk_id
 $$;
 comment on function sift._hits(sift.collections[], sift.knob_set[], sift.candidate[], bigint[],
