@@ -2,7 +2,8 @@
 --
 -- How a table holding many collections keeps per-collection recall:
 --   * a collection (or set of collections) with at most exact_search_limit
---     chunks (default 10,000) is scanned exactly: recall 1 and a few ms;
+--     chunks (default 5,000) is scanned exactly: recall 1 and a few ms; so
+--     is one of up to ten times that holding under a tenth of a shared index;
 --   * a larger one walks the shared HNSW index with the collection filter
 --     inside the scan and pgvector >= 0.8 iterative scans (relaxed order,
 --     re-sorted here), so a collection that is a small share of the table
@@ -86,6 +87,38 @@ comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean
     '(sift.chunk_vectors), for EXPLAIN and EXECUTE.';
 
 
+create or replace function sift._dense_exact(collection_ids bigint[], exact_search_limit integer,
+                                             shared boolean, added boolean)
+returns boolean
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
+as $$
+    -- How many chunks the collections hold: the lexical statistics' count (kept
+    -- by the chunks' trigger), a few rows read rather than the chunks counted.
+    -- Exact up to the limit; and up to ten times it for collections holding
+    -- under a tenth of a shared index (the chunks' own or the added spaces'),
+    -- since the walk would pass over the other collections' vectors to find
+    -- theirs and cost more than the scan (an index of its own holds only its
+    -- vectors).
+    with n as (
+        select coalesce(pg_catalog.sum(s.chunks), 0)::double precision as chunks
+        from sift.collection_lexical_stats s
+        where s.collection_id = any (collection_ids)
+    )
+    select n.chunks <= exact_search_limit
+           or (shared and n.chunks <= 10.0 * exact_search_limit
+               and 10 * n.chunks < (select c.reltuples from pg_catalog.pg_class c
+                                    where c.oid = case when added then 'sift.chunk_vectors'::pg_catalog.regclass
+                                                       else 'sift.chunks'::pg_catalog.regclass end))
+    from n
+$$;
+comment on function sift._dense_exact(bigint[], integer, boolean, boolean) is
+    'Internal: whether the dense leg scans these collections exactly (at most exact_search_limit '
+    'chunks, or up to ten times that holding under a tenth of the shared index the walk would use) '
+    'or walks HNSW.';
+
+
 create or replace function sift._dense_leg(
     collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
     filter jsonb, n integer, exact_search_limit integer, space_id bigint default null,
@@ -101,26 +134,10 @@ declare
     iterative boolean := sift._pgvector_has_iterative_scan();
     saved_ef  text := current_setting('hnsw.ef_search', true);
     saved_it  text := case when iterative then current_setting('hnsw.iterative_scan', true) end;
-    n_chunks  double precision;
-    small     boolean;
+    small     boolean := sift._dense_exact(collection_ids, exact_search_limit, own_index is null, space_id is not null);
     ids       bigint[];
     dists     double precision[];
 begin
-    -- How many chunks the collections hold: the lexical statistics' count (kept
-    -- by the chunks' trigger), read in a few rows rather than counted.
-    select coalesce(sum(s.chunks), 0) into n_chunks
-    from sift.collection_lexical_stats s
-    where s.collection_id = any (collection_ids);
-    -- Small collections are scanned exactly. So is one of up to ten times that
-    -- size holding under a tenth of a shared index: the walk would pass over
-    -- the other collections' vectors to find its own, and costs more than the
-    -- scan (an index of its own holds only its vectors).
-    small := n_chunks <= _dense_leg.exact_search_limit
-             or (own_index is null and n_chunks <= 10.0 * _dense_leg.exact_search_limit
-                 and 10 * n_chunks < (select c.reltuples from pg_catalog.pg_class c
-                                      where c.oid = case when space_id is null then 'sift.chunks'::pg_catalog.regclass
-                                                         else 'sift.chunk_vectors'::pg_catalog.regclass end));
-
     if not small then
         -- Transaction-local and restored right after: a pooled connection never
         -- keeps them, and the caller's own settings survive the call.

@@ -130,10 +130,23 @@ def test_run_quality_on_known_case(db, client, toy: Path):
     assert result["ingest_s"] >= 0
     assert len(client.search("bench", "zymurgy", top_k=10)) == 1   # really ingested, text searchable
     modes = result["modes"]
-    assert set(modes) == {"dense", "lexical", "hybrid", "lexical_exhaustive"}
+    assert set(modes) == {"dense", "lexical", "hybrid", "lexical_exhaustive",
+                          "pgvector_hnsw", "fts_ts_rank_cd", "supabase_hybrid"}
     for m in modes.values():
-        assert set(m) == {"ndcg@10", "recall@100", "p50_ms", "p95_ms"}
+        assert set(m) == {"ndcg@10", "recall@100", "p50_ms", "p95_ms", "p50_over_pgvector"}
         assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"]
+        assert m["p50_over_pgvector"] == pytest.approx(m["p50_ms"] / modes["pgvector_hnsw"]["p50_ms"])
+    assert modes["pgvector_hnsw"]["p50_over_pgvector"] == 1
+    # The peers ran on a copy of the same 6 chunks, dropped afterwards.
+    assert result["peer_rows"] == 6
+    assert db.execute("select to_regnamespace('pgsift_peers')").fetchone()[0] is None
+    # pgvector's own order: the relevant doc first, as the dense leg.
+    assert modes["pgvector_hnsw"]["ndcg@10"] == pytest.approx(1.0)
+    assert modes["pgvector_hnsw"]["recall@100"] == pytest.approx(1.0)
+    # ts_rank_cd over the same OR of lexemes: d3 for q1; only d5 (not judged) for q2.
+    assert modes["fts_ts_rank_cd"]["ndcg@10"] == pytest.approx(0.5)
+    # Supabase's RRF (k 50): q1 d3 first; q2's d5 is in both lists and beats d2 (semantic only).
+    assert modes["supabase_hybrid"]["ndcg@10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
 
     # Dense: each query's embedding is its relevant doc's, so that doc is rank 1.
     assert modes["dense"]["ndcg@10"] == pytest.approx(1.0)
@@ -158,9 +171,12 @@ def test_run_quality_on_known_case(db, client, toy: Path):
     table = format_table(result)
     assert "toy" in table and "6 docs" in table and "2 queries" in table
     assert "nDCG@10" in table and "recall@100" in table
-    rows = {line.split()[0]: line.split() for line in table.splitlines()[3:-1]}
-    assert set(rows) == {"dense", "lexical", "hybrid", "lexical_exhaustive"}
-    assert table.splitlines()[-1].endswith("top 10 2/2, top 100 2/2")
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[3:-2]}
+    assert set(rows) == {"dense", "lexical", "hybrid", "lexical_exhaustive",
+                         "pgvector_hnsw", "fts_ts_rank_cd", "supabase_hybrid"}
+    assert rows["pgvector_hnsw"][-1] == "1.00x"
+    assert table.splitlines()[-2].endswith("top 10 2/2, top 100 2/2")
+    assert "plain copy of the 6 chunks" in table.splitlines()[-1]
     assert rows["dense"][1] == "1.0000" and rows["lexical"][1] == "0.5000"
 
 

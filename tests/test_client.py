@@ -46,6 +46,44 @@ def comparable(hits) -> list[tuple]:
             for h in hits]
 
 
+def test_rows_become_the_same_dataclasses_as_through_their_init(client, db):
+    """The client builds hits without the dataclass's __init__ (pgsift.models.dataclass_row):
+    equal, field for field, to what psycopg's class_row builds; defaults fill what is not
+    selected; a column the class lacks, or a field without a default left out, is refused."""
+    from pgsift import queries
+    from pgsift.models import Candidate, dataclass_row
+    from psycopg.rows import class_row
+
+    client.create_collection("c", embedding_dims=DIMS)
+    rng = np.random.default_rng(4)
+    client.upsert_documents("c", random_documents(rng, 8, DIMS))
+    params = {"collection": "c", "collections": None, "query_text": "alpha", "query_embedding": None,
+              "match_count": 5, "filter": psycopg.types.json.Jsonb({}), "knobs": psycopg.types.json.Jsonb({}),
+              "query_tokens": None, "spaces": None, "space_embeddings": None, "space_weights": None}
+    fast = db.cursor(row_factory=dataclass_row(Hit)).execute(queries.SEARCH, params).fetchall()
+    slow = db.cursor(row_factory=class_row(Hit)).execute(queries.SEARCH, params).fetchall()
+    assert len(fast) == 5 and fast == slow
+    assert [dataclasses.asdict(h) for h in fast] == [dataclasses.asdict(h) for h in slow]
+    assert [repr(h) for h in fast] == [repr(h) for h in slow]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast[0].rank = 2   # still frozen
+
+    @dataclasses.dataclass(frozen=True)
+    class Pair:
+        a: int
+        b: str = "x"
+        c: list[int] = dataclasses.field(default_factory=list)
+
+    rows = db.cursor(row_factory=dataclass_row(Pair)).execute("select 1 as a union all select 2").fetchall()
+    assert rows == [Pair(1), Pair(2)] and rows[0].c is not rows[1].c
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        db.cursor(row_factory=dataclass_row(Candidate)).execute("select 1 as nope").fetchall()
+    with pytest.raises(TypeError, match="needs"):
+        db.cursor(row_factory=dataclass_row(Candidate)).execute("select 1::bigint as chunk_id").fetchall()
+    with pytest.raises(TypeError, match="plain dataclass"):
+        dataclass_row(int)
+
+
 # -- collections ------------------------------------------------------------------------------
 
 def test_create_collection_defaults(client):

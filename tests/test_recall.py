@@ -122,7 +122,7 @@ def test_data_shape(loaded):
     total = N_BIG + 2 * N_SMALL
     assert counts["small"] / total <= 0.01
     assert loaded.client.get_collection("small").settings["exact_search_limit"] == 0
-    assert loaded.client.get_collection("small_default").settings["exact_search_limit"] == 10000
+    assert loaded.client.get_collection("small_default").settings["exact_search_limit"] == 5000
 
 
 def test_small_collection_recall_through_hnsw(loaded):

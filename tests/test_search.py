@@ -321,6 +321,38 @@ def _dense_leg_plan(db, collection_id: int, query: np.ndarray, exact: bool) -> l
     return list(_plan_nodes(plan[0]["Plan"]))
 
 
+def test_exact_or_walk_is_decided_by_size_and_share_of_the_index(client, db):
+    """Exact up to exact_search_limit chunks; up to ten times that only while the collection
+    holds under a tenth of the shared index (the walk would skip the others' vectors); past
+    either, or with an index of its own, the walk. Counted from the statistics, not the rows."""
+    small = client.create_collection("small", embedding_dims=DIMS)
+    big = client.create_collection("big", embedding_dims=DIMS)
+    rng = np.random.default_rng(5)
+    client.upsert_documents("small", random_documents(rng, 30, DIMS))          # 60 chunks
+    client.upsert_documents("big", random_documents(rng, 330, DIMS))           # 660 chunks
+    db.execute("analyze sift.chunks")
+
+    def exact(collection_id: int, limit: int, shared: bool = True) -> bool:
+        return db.execute("select sift._dense_exact(%s, %s, %s, false)",
+                          [[collection_id], limit, shared]).fetchone()[0]
+
+    assert exact(small.collection_id, 60)                 # at the limit
+    assert exact(small.collection_id, 10)                 # 6x the limit, 8% of the index
+    assert not exact(small.collection_id, 10, shared=False)   # its own index: the walk
+    assert not exact(small.collection_id, 5)              # 12x the limit
+    assert not exact(small.collection_id, 0)              # 0 always walks
+    assert not exact(big.collection_id, 100)              # 6.6x the limit, 92% of the index
+    assert exact(big.collection_id, 660)
+    # Both together: 720 chunks, the whole index.
+    assert not db.execute("select sift._dense_exact(%s, 100, true, false)",
+                          [[small.collection_id, big.collection_id]]).fetchone()[0]
+    # And either way the answer is the exact one here.
+    query = unit(rng.normal(size=DIMS))
+    want = exact_cosine_top(stored_embeddings(db, "small"), f32(query), 10)
+    for limit in (10, 0):
+        assert ids(client.search("small", embedding=query, top_k=10, exact_search_limit=limit)) == want
+
+
 def test_large_collection_walks_the_hnsw_index(client, db):
     col = client.create_collection("big", embedding_dims=DIMS, exact_search_limit=50)
     rng = np.random.default_rng(2)

@@ -3,8 +3,10 @@
 ``pgsift bench quality --dataset DIR`` loads a folder in the BEIR layout with
 precomputed embeddings, writes every corpus document into a fresh collection
 (one document, one chunk), and runs each test query three ways through
-``sift.search``: dense only, lexical only, and hybrid (weighted RRF). The
-dataset is read from its path; nothing of it is copied.
+``sift.search``: dense only, lexical only, and hybrid (weighted RRF); then the
+peers' SQL on a plain copy of the same chunks (pgsift.bench_peers: pgvector
+HNSW, full text by ts_rank_cd, Supabase's hybrid_search), each latency also as a
+ratio of pgvector's. The dataset is read from its path; nothing of it is copied.
 
 Layout read by :func:`load_beir`::
 
@@ -21,15 +23,16 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
 
-from . import metrics, queries
+from . import bench_peers, metrics, queries
 from .client import Client
 from .errors import CollectionNotFound, InvalidArgument
 from .models import Chunk, Document
@@ -274,25 +277,50 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
 
     modes: dict[str, dict[str, float]] = {}
     lists: dict[str, list[list[str]]] = {}
-    for mode in (*MODES, "lexical_exhaustive"):
-        call(mode, query_idx[0])   # warm-up, untimed
+
+    def score(mode: str, run: Callable[[int], list[str]]) -> dict[str, float]:
+        run(query_idx[0])   # warm-up, untimed
         ndcgs, recalls, times_ms = [], [], []
         lists[mode] = []
         for i in query_idx:
             t0 = time.perf_counter()
-            ranked = call(mode, i)
+            ranked = run(i)
             times_ms.append((time.perf_counter() - t0) * 1000.0)
             lists[mode].append(ranked)
             judged = data.qrels[data.query_ids[i]]
             ndcgs.append(metrics.ndcg_at_k(ranked, judged, top_k))
             recalls.append(metrics.recall_at_k(ranked, judged, depth))
-        modes[mode] = {
+        result = {
             f"ndcg@{top_k}": float(np.mean(ndcgs)),
             f"recall@{depth}": float(np.mean(recalls)),
             "p50_ms": _percentile(times_ms, 50),
             "p95_ms": _percentile(times_ms, 95),
         }
-        log.info("%s: %s", mode, modes[mode])
+        log.info("%s: %s", mode, result)
+        return result
+
+    for mode in (*MODES, "lexical_exhaustive"):
+        modes[mode] = score(mode, partial(call, mode))
+
+    # The peers' SQL on a plain copy of the same chunks, each mode in turn as above.
+    n_peer_rows = bench_peers.install(conn, collection, data.dims)
+    peers = bench_peers.Peers(conn)
+
+    def peer(mode: str, i: int) -> list[str]:
+        return peers.search(mode, data.query_texts[i], data.query_embeddings[i], depth)
+
+    try:
+        for mode in bench_peers.MODES:
+            peers.begin(mode, depth)
+            try:
+                modes[mode] = score(mode, partial(peer, mode))
+            finally:
+                peers.end()
+    finally:
+        bench_peers.drop(conn)
+    base = modes["pgvector_hnsw"]["p50_ms"]
+    for m in modes.values():
+        m["p50_over_pgvector"] = m["p50_ms"] / base if base else math.nan
 
     same = {n: sum(a[:n] == b[:n] for a, b in zip(lists["lexical"], lists["lexical_exhaustive"]))
             for n in (top_k, depth)}
@@ -303,6 +331,7 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
         "ingest_s": ingest_s,
         "modes": modes,
         "lexical_identical_to_exhaustive": {f"top_{n}": count for n, count in same.items()},
+        "peer_rows": n_peer_rows,
         "settings": {
             "path": str(dataset),
             "model": data.model,
@@ -328,11 +357,12 @@ def format_table(result: dict[str, Any]) -> str:
               f"{result['n_queries']:,} queries"
               + (f", model {settings['model']}" if settings.get("model") else "")
               + (f", ingest {result['ingest_s']:.1f} s" if "ingest_s" in result else ""))
-    columns = ["mode", f"nDCG@{k}", f"recall@{depth}", "p50 ms", "p95 ms"]
+    columns = ["mode", f"nDCG@{k}", f"recall@{depth}", "p50 ms", "p95 ms", "p50 / pgvector"]
     rows = []
     for mode, m in result["modes"].items():
+        ratio = m.get("p50_over_pgvector")
         rows.append([mode, f"{m[f'ndcg@{k}']:.4f}", f"{m[f'recall@{depth}']:.4f}",
-                     f"{m['p50_ms']:.1f}", f"{m['p95_ms']:.1f}"])
+                     f"{m['p50_ms']:.1f}", f"{m['p95_ms']:.1f}", "" if ratio is None else f"{ratio:.2f}x"])
     widths = [max(len(columns[c]), *(len(r[c]) for r in rows)) for c in range(len(columns))]
 
     def line(cells: list[str]) -> str:
@@ -345,4 +375,7 @@ def format_table(result: dict[str, Any]) -> str:
         same = ", ".join(f"top {n.removeprefix('top_')} {c}/{result['n_queries']}"
                          for n, c in result["lexical_identical_to_exhaustive"].items())
         out.append(f"lexical (bounded) ranking identical to lexical_exhaustive: {same}")
+    if "peer_rows" in result:
+        out.append("pgvector_hnsw, fts_ts_rank_cd, supabase_hybrid: the peers' SQL on a plain copy of the "
+                   f"{result['peer_rows']:,} chunks (pgsift.bench_peers); supabase_hybrid returns at most 30 rows")
     return "\n".join(out)

@@ -4,7 +4,10 @@ Generates a synthetic corpus in the database (Zipf vocabulary, so the head
 terms occur in 20-50% of chunks; chunk lengths around 200 tokens; 384-d
 vectors drawn around 256 cluster centres), then times, for rare-term,
 common-term and mixed queries: the lexical leg (BM25, and ts_rank_cd beside it
-in the same run), the dense leg and the whole hybrid search. Also reports
+in the same run), the dense leg and the whole hybrid search, beside raw
+pgvector (`order by embedding <=> q limit 40`) and the peers' SQL (Supabase's
+hybrid_search, full text ranked by ts_rank_cd) over a view of the same chunks
+(pgsift.bench_peers), each p50 also as a ratio of raw pgvector's. Also reports
 ingest throughput with statistics maintenance on, and the storage BM25 adds
 next to the plain tsvector + GIN baseline.
 """
@@ -22,6 +25,7 @@ import numpy.typing as npt
 import psycopg
 from psycopg.types.json import Jsonb
 
+from . import bench_peers
 from . import queries as q
 from .client import Client
 from .models import Chunk, Document
@@ -212,30 +216,56 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
                             + list(rng.choice(rare, size=1)),
     }
     results.update({"chunks": n_chunks, "common_terms": len(common), "modes": {}})
+    # The peers' SQL over a view of the same chunks, on pgsift's own indexes.
+    bench_peers.install(conn, COLLECTION, DIMS, copy=False)
+    peers = bench_peers.Peers(conn)
     legs = {"dense": dict(h=False, s="bm25", vec=True), "hybrid": dict(h=True, s="bm25", vec=True),
             "lexical": dict(h=True, s="bm25", vec=False),
             "lexical_ts_rank_cd": dict(h=True, s="ts_rank_cd", vec=False)}
-    for mix, make in mixes.items():
-        texts = [" ".join(make()) for _ in range(queries + 1)]
-        vecs = [_vec(v) for v in corpus.vectors(queries + 1, scale=0.3)]
-        timings: dict[str, list[float]] = {}
-        # One leg at a time over the same queries, the first untimed (a warm-up),
-        # ts_rank_cd last: it reads most of the table and would leave the cache
-        # cold for whatever came next.
-        for name, leg in legs.items():
-            timings[name] = []
-            count = queries + 1 if name != "lexical_ts_rank_cd" else min(queries, baseline_queries) + 1
-            for i in range(count):
-                args = dict(c=COLLECTION, q=texts[i], e=vecs[i] if leg["vec"] else None,
-                            knobs=Jsonb({"hybrid": leg["h"], "lexical_scorer": leg["s"]}))
-                t = time.perf_counter()
-                conn.execute(q.BENCH_SEARCH, args).fetchone()
-                if i:
-                    timings[name].append(time.perf_counter() - t)
-        results["modes"][mix] = {k: _percentiles(v) for k, v in timings.items()}
-        bm, cd = results["modes"][mix]["lexical"]["p50"], results["modes"][mix]["lexical_ts_rank_cd"]["p50"]
-        results["modes"][mix]["ts_rank_cd_over_bm25_p50"] = round(cd / bm, 2) if bm else None
-        results["modes"][mix]["top10_equal_exhaustive"] = _exactness(conn, texts[1:exact_check + 1])
+    # (peer, rows): raw pgvector fetches what the dense leg does (fetch_k 40); the others
+    # answer match_count 10 as the searches do.
+    peer_legs = {"raw_pgvector": ("pgvector_hnsw", 40), "supabase_hybrid": ("supabase_hybrid", 10),
+                 "fts_ts_rank_cd": ("fts_ts_rank_cd", 10)}
+    slow = {"lexical_ts_rank_cd", "fts_ts_rank_cd"}
+    order = ["raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd", "fts_ts_rank_cd"]
+    try:
+        for mix, make in mixes.items():
+            texts = [" ".join(make()) for _ in range(queries + 1)]
+            raw_vecs = corpus.vectors(queries + 1, scale=0.3)
+            vecs = [_vec(v) for v in raw_vecs]
+            timings: dict[str, list[float]] = {}
+            # One leg at a time over the same queries, the first untimed (a warm-up),
+            # the ts_rank_cd ones last: they read most of the table and would leave the
+            # cache cold for whatever came next.
+            for name in order:
+                timings[name] = []
+                count = queries + 1 if name not in slow else min(queries, baseline_queries) + 1
+                if name in peer_legs:
+                    mode, rows = peer_legs[name]
+                    peers.begin(mode, rows)
+                for i in range(count):
+                    t = time.perf_counter()
+                    if name in peer_legs:
+                        peers.search(peer_legs[name][0], texts[i], raw_vecs[i], peer_legs[name][1])
+                    else:
+                        leg = legs[name]
+                        conn.execute(q.BENCH_SEARCH, dict(
+                            c=COLLECTION, q=texts[i], e=vecs[i] if leg["vec"] else None,
+                            knobs=Jsonb({"hybrid": leg["h"], "lexical_scorer": leg["s"]}))).fetchone()
+                    if i:
+                        timings[name].append(time.perf_counter() - t)
+                if name in peer_legs:
+                    peers.end()
+            m: dict[str, Any] = {k: _percentiles(v) for k, v in timings.items()}
+            results["modes"][mix] = m
+            bm, cd = m["lexical"]["p50"], m["lexical_ts_rank_cd"]["p50"]
+            m["ts_rank_cd_over_bm25_p50"] = round(cd / bm, 2) if bm else None
+            raw = m["raw_pgvector"]["p50"]
+            m["over_raw_p50"] = {k: round(m[k]["p50"] / raw, 2) if raw else None
+                                 for k in ("dense", "lexical", "hybrid", "supabase_hybrid")}
+            m["top10_equal_exhaustive"] = _exactness(conn, texts[1:exact_check + 1])
+    finally:
+        bench_peers.drop(conn)
     if ingest_docs:
         results.update(_client_ingest(conn, corpus, ingest_docs))
 
@@ -269,11 +299,14 @@ def format_table(result: dict[str, Any]) -> str:
     if "client_ingest_chunks_per_s" in result:
         lines.append(f"Client.upsert_documents onto it (lists maintained, refresh included): "
                      f"{result['client_ingest_chunks_per_s']:,} chunks/s")
-    lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8}")
     for mix, modes in result["modes"].items():
-        for leg in ("lexical", "lexical_ts_rank_cd", "dense", "hybrid"):
+        for leg in ("raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd",
+                    "fts_ts_rank_cd"):
             p = modes[leg]
-            lines.append(f"{mix:9} {leg:20} {p['p50']:8.2f} {p['p95']:8.2f} {p['p99']:8.2f}")
+            ratio = modes.get("over_raw_p50", {}).get(leg)
+            lines.append(f"{mix:9} {leg:20} {p['p50']:8.2f} {p['p95']:8.2f} {p['p99']:8.2f}"
+                         + (f" {ratio:>7}x" if ratio is not None else ""))
         lines.append(f"{mix:9} {'ts_rank_cd / bm25 p50':20} {modes['ts_rank_cd_over_bm25_p50']:>8}")
         ex = modes["top10_equal_exhaustive"]
         lines.append(f"{mix:9} {'top 10 = exhaustive':20} {ex['identical']:>8}   recall@10 {ex['recall_at_10']}")

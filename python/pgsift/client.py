@@ -24,7 +24,6 @@ from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
-from psycopg.rows import class_row
 
 from . import calls, enrich, vectors
 from . import queries as q
@@ -51,6 +50,7 @@ from .models import (
     ResolvedSection,
     SearchResult,
     VectorSpace,
+    dataclass_row,
 )
 from .rerankers import RerankOutcome, SecretResolver
 from .rerankers.engine import rerank_search
@@ -149,7 +149,7 @@ class Client:
                 with conn.pipeline(), conn.transaction():
                     if self.tenant is not None:
                         conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
-                    cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
+                    cur = conn.cursor(row_factory=dataclass_row(row)) if row else conn.cursor()
                     for query, params in steps:
                         cur.execute(query, params, prepare=False)
                 return cur.fetchall()
@@ -714,7 +714,7 @@ class Client:
         config = self._reranker_for(params, reranker)
         size = size or calls.pool_size(top_k, config)
         with self.transaction() as conn:
-            cur = conn.cursor(row_factory=class_row(Candidate))
+            cur = conn.cursor(row_factory=dataclass_row(Candidate))
             cur.execute(q.RERANK_POOL, {**params, "match_count": size}, prepare=False)
             pool = cur.fetchall()
             more = len(pool) > size

@@ -22,7 +22,6 @@ from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
-from psycopg.rows import class_row
 
 from . import calls, enrich, vectors
 from . import queries as q
@@ -49,6 +48,7 @@ from .models import (
     ResolvedSection,
     SearchResult,
     VectorSpace,
+    dataclass_row,
 )
 from .rerankers import RerankOutcome, SecretResolver
 from .rerankers.engine_async import rerank_search
@@ -147,7 +147,7 @@ class AsyncClient:
                 async with conn.pipeline(), conn.transaction():
                     if self.tenant is not None:
                         await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
-                    cur = conn.cursor(row_factory=class_row(row)) if row else conn.cursor()
+                    cur = conn.cursor(row_factory=dataclass_row(row)) if row else conn.cursor()
                     for query, params in steps:
                         await cur.execute(query, params, prepare=False)
                 return await cur.fetchall()
@@ -712,7 +712,7 @@ class AsyncClient:
         config = await self._reranker_for(params, reranker)
         size = size or calls.pool_size(top_k, config)
         async with self.transaction() as conn:
-            cur = conn.cursor(row_factory=class_row(Candidate))
+            cur = conn.cursor(row_factory=dataclass_row(Candidate))
             await cur.execute(q.RERANK_POOL, {**params, "match_count": size}, prepare=False)
             pool = await cur.fetchall()
             more = len(pool) > size

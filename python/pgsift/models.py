@@ -509,3 +509,44 @@ class Reranked:
     outcome: Any
     # Whether the fused pool went on past the candidates taken (more could be ranked).
     more: bool = False
+
+
+def dataclass_row(cls: type[Any]) -> Any:
+    """A psycopg row factory for one of these dataclasses that fills each row's fields
+    directly instead of calling the generated ``__init__``: 17 us a Hit (49 keyword
+    arguments into a frozen class) against ~2, the most of what a client spends on a page
+    of 100 hits. Fields the query does not select take their defaults. For plain
+    dataclasses without ``__post_init__`` or slots only (checked here)."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__") or hasattr(cls, "__slots__"):
+        raise TypeError(f"{cls!r} is not a plain dataclass")
+    all_fields = dataclasses.fields(cls)
+    known = {f.name for f in all_fields}
+
+    def factory(cursor: Any) -> Any:
+        # Checked when the first row is built, as class_row fails then: a statement of
+        # several whose rows nobody fetches gets a factory too.
+        names = [d.name for d in cursor.description or []]
+        fixed = {f.name: f.default for f in all_fields
+                 if f.name not in names and f.default is not dataclasses.MISSING}
+        made = [f for f in all_fields if f.name not in names and f.default_factory is not dataclasses.MISSING]
+        problem = next((f"{cls.__name__} has no field {n!r}" for n in names if n not in known), None) or next(
+            (f"{cls.__name__} needs {f.name!r}, which the query does not select" for f in all_fields
+             if f.name not in names and f.name not in fixed and f not in made), None)
+        new = object.__new__
+
+        def make(values: Sequence[Any]) -> Any:
+            if problem:
+                raise TypeError(problem)
+            obj = new(cls)
+            state = obj.__dict__
+            state.update(fixed)
+            for f in made:
+                state[f.name] = f.default_factory()  # type: ignore[operator]
+            state.update(zip(names, values))
+            return obj
+
+        return make
+
+    return factory

@@ -633,6 +633,111 @@ select count(*) from sift.search(collection => %(collection)s, query_text => %(q
                                  query_embedding => %(query_embedding)s, match_count => %(match_count)s)
 """
 
+# The peers' SQL (pgsift.bench_peers), in schema pgsift_peers of the bench database: a plain
+# table holding one collection's chunks as the peers index them, and the searches each peer
+# documents. @extschema:vector@ is pgvector's schema, written in before they run.
+PEERS_RESET = "drop schema if exists pgsift_peers cascade"
+PEERS_SCHEMA = "create schema pgsift_peers"
+PEERS_TABLE = """
+create table pgsift_peers.chunks (
+    id         bigint primary key,
+    source_uri text not null,
+    content    text not null,
+    -- Supabase's documented column: a stored tsvector of the text, indexed by GIN.
+    fts        tsvector generated always as (pg_catalog.to_tsvector('english', content)) stored,
+    embedding  @extschema:vector@.vector({dims}) not null
+)
+"""
+PEERS_FILL = """
+insert into pgsift_peers.chunks (id, source_uri, content, embedding)
+select k.chunk_id, d.source_uri, coalesce(d.title || ' ', '') || k.content, k.embedding
+from sift.chunks k join sift.documents d on d.document_id = k.document_id
+where k.collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+"""
+# Over pgsift's own table instead of a copy (bench scale: a copy of a million chunks would need
+# its own HNSW build): the collection's chunks as the peers' columns, on pgsift's indexes.
+PEERS_VIEW = """
+create view pgsift_peers.chunks as
+select c.chunk_id as id, c.chunk_id::text as source_uri, c.content, c.search_vector as fts,
+       c.embedding::@extschema:vector@.vector({dims}) as embedding
+from sift.chunks c
+where c.collection_id = {collection_id} and @extschema:vector@.vector_dims(c.embedding) = {dims}
+"""
+PEERS_INDEXES = (
+    "create index on pgsift_peers.chunks using gin (fts)",
+    # pgvector's HNSW for cosine (the plain pgvector query), and Supabase's for inner product.
+    "create index on pgsift_peers.chunks using hnsw (embedding @extschema:vector@.vector_cosine_ops)",
+    "create index on pgsift_peers.chunks using hnsw (embedding @extschema:vector@.vector_ip_ops)",
+    "analyze pgsift_peers.chunks",
+)
+# Supabase's hybrid_search as its guide documents it (supabase.com/docs/guides/ai/hybrid-search):
+# full text by websearch_to_tsquery ranked by ts_rank_cd, semantic by inner product, each its
+# top least(match_count, 30) * 2, fused by RRF (k 50, weights 1 and 1), least(match_count, 30) rows.
+# {semantic} is its distance operator: <#> over the copy (its own inner-product index), <=> over
+# the view (pgsift's cosine index; the same order for unit vectors).
+PEERS_HYBRID_FUNCTION = """
+create function pgsift_peers.hybrid_search(
+    query_text text, query_embedding @extschema:vector@.vector({dims}), match_count integer,
+    full_text_weight double precision = 1, semantic_weight double precision = 1, rrf_k integer = 50)
+returns setof pgsift_peers.chunks
+language sql
+as $$
+    with full_text as (
+        select id, pg_catalog.row_number() over (
+                   order by pg_catalog.ts_rank_cd(fts, pg_catalog.websearch_to_tsquery('english', query_text)) desc)
+                   as rank_ix
+        from pgsift_peers.chunks
+        where fts @@ pg_catalog.websearch_to_tsquery('english', query_text)
+        order by rank_ix
+        limit least(match_count, 30) * 2
+    ), semantic as (
+        select id, pg_catalog.row_number() over (
+                   order by embedding operator(@extschema:vector@.{semantic}) query_embedding) as rank_ix
+        from pgsift_peers.chunks
+        order by rank_ix
+        limit least(match_count, 30) * 2
+    )
+    select c.*
+    from full_text
+    full outer join semantic on full_text.id = semantic.id
+    join pgsift_peers.chunks c on coalesce(full_text.id, semantic.id) = c.id
+    order by coalesce(1.0 / (rrf_k + full_text.rank_ix), 0.0) * full_text_weight
+             + coalesce(1.0 / (rrf_k + semantic.rank_ix), 0.0) * semantic_weight desc
+    limit least(match_count, 30)
+$$
+"""
+# The plain pgvector query through HNSW (ef_search at least the rows asked for, so it returns
+# them all), full-text search ranked by ts_rank_cd over the same OR of the question's lexemes
+# pgsift's lexical leg matches, and Supabase's function.
+COLLECTION_ID = "select collection_id from sift._collection(collection => %(collection)s::text)"
+PEERS_COUNT = "select count(*) from pgsift_peers.chunks"
+PEERS_EF_SEARCH = "select pg_catalog.set_config('hnsw.ef_search', %(ef)s::text, false)"
+PEERS_RESET_EF_SEARCH = "reset hnsw.ef_search"
+PEERS_PGVECTOR = """
+select source_uri from pgsift_peers.chunks
+order by embedding operator(@extschema:vector@.<=>) %(e)s::@extschema:vector@.vector limit %(k)s
+"""
+PEERS_TS_RANK_CD = """
+select c.source_uri
+from pgsift_peers.chunks c, sift.lexical_query(query_text => %(q)s::text) q
+where c.fts @@ q
+order by pg_catalog.ts_rank_cd(c.fts, q) desc, c.id
+limit %(k)s
+"""
+PEERS_SUPABASE = """
+select source_uri from pgsift_peers.hybrid_search(query_text => %(q)s::text,
+    query_embedding => %(e)s::@extschema:vector@.vector, match_count => %(k)s)
+"""
+
+# bench exact: the dense leg alone (sift.candidates without text), exact or through HNSW by knob.
+BENCH_EXACT_DENSE = """
+select chunk_id from sift.candidates(collection => %(c)s::text, query_text => '', query_embedding => %(e)s,
+                                     match_count => %(n)s::integer, knobs => %(knobs)s::jsonb)
+order by dense_rank
+"""
+BENCH_EXACT_VACUUM = "vacuum sift.chunks"
+BENCH_EXACT_ANALYZE = "analyze sift.chunks"
+
 # bench rls: a role mapped to the bench tenant, and the dense leg's statement explained as it.
 BENCH_MAP_ROLE = "select sift.map_role(role_name => %(role)s::name, tenant => %(tenant)s::text)"
 BENCH_UNMAP_ROLE = "delete from sift.tenant_roles where role_name = %(role)s::name"

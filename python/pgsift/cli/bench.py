@@ -1,4 +1,4 @@
-"""`pgsift bench quality|scale|finalize|fusion|ingest|vectors|rls|compare|structure|languages|snippets|reembed|
+"""`pgsift bench quality|scale|exact|finalize|fusion|ingest|vectors|rls|compare|structure|languages|snippets|reembed|
 pages|maxsim|legs|questions`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
@@ -41,6 +41,13 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
 def cmd_bench_finalize(args: argparse.Namespace) -> int:
     from .. import bench_finalize
     return _bench(args, bench_finalize, lambda conn: bench_finalize.run_finalize(conn, repeats=args.repeats))
+
+
+def cmd_bench_exact(args: argparse.Namespace) -> int:
+    from .. import bench_exact
+    return _bench(args, bench_exact, lambda conn: bench_exact.run_exact(
+        conn, sizes=tuple(args.sizes) if args.sizes else bench_exact.SIZES, queries=args.queries,
+        match_count=args.match_count))
 
 
 def cmd_bench_fusion(args: argparse.Namespace) -> int:
@@ -161,6 +168,14 @@ def register(sub: Any) -> None:
     q.add_argument("--repeats", type=int, default=50, help="timed calls per case (default 50)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_finalize)
+
+    q = add_command(bench_sub, "exact", "the dense leg's exact scan vs its HNSW walk by collection size")
+    q.add_argument("--sizes", type=int, nargs="+", default=None,
+                   help="collection sizes in chunks (default 1000 2000 5000 7500 10000 20000)")
+    q.add_argument("--queries", type=int, default=100, help="timed query vectors per size (default 100)")
+    q.add_argument("--match-count", type=int, default=10, help="match_count of each search (default 10)")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_exact)
 
     q = add_command(bench_sub, "ingest", "chunks/s writing one large document vs many small ones")
     q.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000, 50_000],

@@ -1,0 +1,98 @@
+"""The peers' SQL beside pgsift, on the same database and the same chunks.
+
+``install`` copies one collection's chunks into a plain table (schema
+``pgsift_peers``, made anew each time) as the peers index them: a stored
+english tsvector with GIN, and pgvector HNSW indexes for cosine and for inner
+product (or, for a large collection, makes a view of them over sift.chunks and
+pgsift's own indexes). ``search`` then runs one peer's query:
+
+* ``pgvector_hnsw``: ``order by embedding <=> q limit k`` through HNSW, with
+  ``hnsw.ef_search`` at least k so it returns k rows (the baseline the latency
+  targets are ratios of);
+* ``fts_ts_rank_cd``: PostgreSQL full-text search ranked by ``ts_rank_cd``,
+  over the OR of the question's lexemes that pgsift's lexical leg matches;
+* ``supabase_hybrid``: Supabase's documented ``hybrid_search`` (websearch
+  full text and inner product, each its top ``least(k, 30) * 2``, RRF k 50),
+  which returns at most 30 rows.
+
+None of it is part of pgsift; the schema holds a copy, so the peers read their
+own table and indexes as they would in their own deployments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from . import queries as q
+from .models import vector_text
+from .schema import with_vector_schema
+
+MODES = ("pgvector_hnsw", "fts_ts_rank_cd", "supabase_hybrid")
+_SQL = {"pgvector_hnsw": q.PEERS_PGVECTOR, "fts_ts_rank_cd": q.PEERS_TS_RANK_CD, "supabase_hybrid": q.PEERS_SUPABASE}
+
+
+def _vector_schema(conn: psycopg.Connection[Any]) -> str:
+    row = conn.execute(q.VECTOR_SCHEMA, prepare=False).fetchone()
+    if row is None:
+        raise RuntimeError("pgvector is not installed in this database")
+    return str(row[0])
+
+
+def install(conn: psycopg.Connection[Any], collection: str, dims: int, *, copy: bool = True) -> int:
+    """Build schema pgsift_peers from ``collection``'s chunks; return how many rows it holds.
+    copy: a plain table with the peers' own indexes; else a view over sift.chunks on
+    pgsift's indexes (for a large collection, whose copy would need an HNSW build)."""
+    schema = _vector_schema(conn)
+    collection_id = (conn.execute(q.COLLECTION_ID, {"collection": collection}).fetchone() or (None,))[0]
+    if collection_id is None:
+        raise RuntimeError(f"no collection {collection!r}")
+
+    def text(statement: str) -> bytes:
+        return with_vector_schema(statement.replace("{dims}", str(int(dims)))
+                                  .replace("{collection_id}", str(int(collection_id)))
+                                  .replace("{semantic}", "<#>" if copy else "<=>"), schema).encode()
+
+    with conn.transaction():
+        conn.execute(q.PEERS_RESET)
+        conn.execute(q.PEERS_SCHEMA)
+        if copy:
+            conn.execute(text(q.PEERS_TABLE))
+            conn.execute(q.PEERS_FILL, {"collection": collection})
+        else:
+            conn.execute(text(q.PEERS_VIEW))
+        conn.execute(text(q.PEERS_HYBRID_FUNCTION))
+    if copy:
+        for statement in q.PEERS_INDEXES:
+            conn.execute(text(statement))
+    row = conn.execute(q.PEERS_COUNT).fetchone()
+    return int(row[0]) if row else 0
+
+
+class Peers:
+    """One connection's peer searches (their SQL with pgvector's schema written in)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]):
+        self.conn = conn
+        schema = _vector_schema(conn)
+        self.sql = {mode: with_vector_schema(text, schema).encode() for mode, text in _SQL.items()}
+
+    def begin(self, mode: str, k: int) -> None:
+        """Before a mode's searches: pgvector's ef_search at least k (so HNSW returns k rows)."""
+        if mode == "pgvector_hnsw":
+            self.conn.execute(q.PEERS_EF_SEARCH, {"ef": max(k, 40)})
+
+    def end(self) -> None:
+        """After a mode's searches: the session's own ef_search again."""
+        self.conn.execute(q.PEERS_RESET_EF_SEARCH)
+
+    def search(self, mode: str, text: str, embedding: Any, k: int) -> list[str]:
+        """The source_uri of each row the peer returns, best first."""
+        rows = self.conn.execute(self.sql[mode], {"q": text, "e": vector_text(embedding), "k": k}).fetchall()
+        return [r[0] for r in rows]
+
+
+def drop(conn: psycopg.Connection[Any]) -> None:
+    """Remove schema pgsift_peers."""
+    conn.execute(q.PEERS_RESET)
