@@ -4,9 +4,10 @@
 -- scan is 1.6-1.7x the HNSW walk at 5,000 chunks, 1.8x at 6,000, 2.2x at
 -- 7,500 and 2.9x at 10,000; issue 15 asks for at most 2x at the limit.
 -- A collection of up to ten times the limit that holds under a tenth of a
--- shared index is still scanned exactly (sift._dense_leg): the walk would
+-- shared index is scanned exactly too (sift._dense_exact): the walk would
 -- pass over the other collections' vectors. Collections that set the knob
--- keep their value.
+-- keep their value, and the ten-times rule applies to it as well (0 still
+-- always walks).
 
 update sift.knob_defs set default_value = '5000',
        meaning = 'Collections with at most this many chunks are scanned exactly instead of through HNSW '

@@ -279,7 +279,9 @@ create or replace function sift._lift_and_sink(
 returns table (chunk_id bigint, rank integer, score double precision)
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
--- Planned once a session: a custom plan per call re-plans the whole body.
+-- Planned once a session (PostgreSQL 18 caches SQL functions' plans; a custom plan
+-- per call re-planned the whole body). Leaf functions only: the setting holds for
+-- whatever a function calls.
 set plan_cache_mode = force_generic_plan
 as $$
     -- Quoted text in boost mode: a chunk of the leg's top n that holds a quoted

@@ -88,32 +88,34 @@ comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean
 
 
 create or replace function sift._dense_exact(collection_ids bigint[], exact_search_limit integer,
-                                             shared boolean, added boolean)
+                                             shared_index text)
 returns boolean
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
+-- (PostgreSQL 18 caches SQL functions' plans: one generic plan a session.)
 set plan_cache_mode = force_generic_plan
 as $$
     -- How many chunks the collections hold: the lexical statistics' count (kept
     -- by the chunks' trigger), a few rows read rather than the chunks counted.
     -- Exact up to the limit; and up to ten times it for collections holding
-    -- under a tenth of a shared index (the chunks' own or the added spaces'),
-    -- since the walk would pass over the other collections' vectors to find
-    -- theirs and cost more than the scan (an index of its own holds only its
-    -- vectors).
+    -- under a tenth of the shared index the walk would use (shared_index, in
+    -- sift; null: the space has an index of its own, which holds only its
+    -- vectors), since the walk would pass over the other collections' vectors
+    -- to find theirs and cost more than the scan. The index's row count is
+    -- the planner's (index build, ANALYZE, VACUUM); unknown counts as no share.
     with n as (
         select coalesce(pg_catalog.sum(s.chunks), 0)::double precision as chunks
         from sift.collection_lexical_stats s
         where s.collection_id = any (collection_ids)
     )
     select n.chunks <= exact_search_limit
-           or (shared and n.chunks <= 10.0 * exact_search_limit
-               and 10 * n.chunks < (select c.reltuples from pg_catalog.pg_class c
-                                    where c.oid = case when added then 'sift.chunk_vectors'::pg_catalog.regclass
-                                                       else 'sift.chunks'::pg_catalog.regclass end))
+           or coalesce(n.chunks <= 10.0 * exact_search_limit
+                       and 10 * n.chunks < (select c.reltuples from pg_catalog.pg_class c
+                                            where c.oid = pg_catalog.to_regclass('sift.' || shared_index)),
+                       false)
     from n
 $$;
-comment on function sift._dense_exact(bigint[], integer, boolean, boolean) is
+comment on function sift._dense_exact(bigint[], integer, text) is
     'Internal: whether the dense leg scans these collections exactly (at most exact_search_limit '
     'chunks, or up to ten times that holding under a tenth of the shared index the walk would use) '
     'or walks HNSW.';
@@ -134,7 +136,13 @@ declare
     iterative boolean := sift._pgvector_has_iterative_scan();
     saved_ef  text := current_setting('hnsw.ef_search', true);
     saved_it  text := case when iterative then current_setting('hnsw.iterative_scan', true) end;
-    small     boolean := sift._dense_exact(collection_ids, exact_search_limit, own_index is null, space_id is not null);
+    -- The shared index of this size and distance (null: the space's own).
+    small     boolean := sift._dense_exact(collection_ids, exact_search_limit,
+                                           case when own_index is null
+                                                then pg_catalog.format('%s_hnsw_%s_%s',
+                                                                       case when space_id is null then 'chunks'
+                                                                            else 'chunk_vectors' end,
+                                                                       metric, dims) end);
     ids       bigint[];
     dists     double precision[];
 begin

@@ -10,7 +10,9 @@ returns table (chunk_id bigint, dense_rank integer, lexical_rank integer,
                score double precision, fused_rank integer)
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
--- Planned once a session: a custom plan per call re-plans the whole body.
+-- Planned once a session (PostgreSQL 18 caches SQL functions' plans; a custom plan
+-- per call re-planned the whole body). Leaf functions only: the setting holds for
+-- whatever a function calls.
 set plan_cache_mode = force_generic_plan
 -- At most 2 x fetch_k rows. A pinned search_path keeps the planner from inlining it, so
 -- without this it guesses 1,000 and joins the pool to sift.chunks by a full scan.
@@ -53,7 +55,9 @@ create or replace function sift._fuse(
 returns table (chunk_id bigint, score double precision, fused_rank integer, ranks integer[], details jsonb)
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
--- Planned once a session: a custom plan per call re-plans the whole body.
+-- Planned once a session (PostgreSQL 18 caches SQL functions' plans; a custom plan
+-- per call re-planned the whole body). Leaf functions only: the setting holds for
+-- whatever a function calls.
 set plan_cache_mode = force_generic_plan
 -- At most (legs x n) rows: a pool, never the 1,000 a function is guessed at.
 rows 100
@@ -119,8 +123,6 @@ create or replace function sift._legs(
     out sink tsquery, out configs text[])
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
--- Planned once a session: a custom plan per call re-plans the whole body.
-set plan_cache_mode = force_generic_plan
 as $$
     -- Which legs a search runs: dense when there is a query embedding; lexical
     -- when hybrid is on (or there is no embedding) and the text has terms. The
@@ -423,8 +425,6 @@ create or replace function sift._candidates(
 returns setof sift.candidate
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
--- Planned once a session: a custom plan per call re-plans the whole body.
-set plan_cache_mode = force_generic_plan
 as $$
     -- Each collection runs its own legs (its language, BM25 statistics and
     -- knobs) and fuses them; the pools are then one list on one scale (one

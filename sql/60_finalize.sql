@@ -141,7 +141,9 @@ returns table (chunk_id bigint, score double precision, pool_rank integer, merge
 language sql stable security invoker
 rows 50
 set search_path = pg_catalog, pg_temp
--- Planned once a session: a custom plan per call re-plans the whole body.
+-- Planned once a session (PostgreSQL 18 caches SQL functions' plans; a custom plan
+-- per call re-planned the whole body). Leaf functions only: the setting holds for
+-- whatever a function calls.
 set plan_cache_mode = force_generic_plan
 as $$
     -- parent_return on a pool (distinct ids in pool order): the passages of a
@@ -659,7 +661,9 @@ create or replace function sift._hits(
 returns setof sift.hit
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
--- Planned once a session: a custom plan per call re-plans the whole body.
+-- Planned once a session (PostgreSQL 18 caches SQL functions' plans; a custom plan
+-- per call re-planned the whole body). Leaf functions only: the setting holds for
+-- whatever a function calls.
 set plan_cache_mode = force_generic_plan
 as $$
     -- The kept hits with their text and document: finalize's rows joined by id

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import unit
-from pgsift import InvalidArgument, metrics
+from pgsift import Client, InvalidArgument, metrics
 from pgsift.bench import format_table, load_beir, run_quality
 
 # -- metrics -------------------------------------------------------------------
@@ -462,3 +462,68 @@ def test_run_questions_compares_the_policies(db, tmp_path: Path):
     assert all(0 <= r["hybrid_ndcg"] <= 1 for r in result["rows"])
     assert "policy" in bench_questions.format_table(result)
     assert db.execute("select count(*) from sift.collections").fetchone()[0] == 0
+
+
+def test_run_exact_times_both_paths_and_cleans_up(db):
+    from pgsift.bench_exact import format_table as exact_table
+    from pgsift.bench_exact import run_exact
+
+    result = run_exact(db, sizes=(60, 120), queries=3, beside=200)
+    assert [r["chunks"] for r in result["rows"]] == [60, 120]
+    for r in result["rows"]:
+        assert r["exact_p50_ms"] > 0 and r["hnsw_p50_ms"] > 0
+        assert r["ratio"] == pytest.approx(r["exact_p50_ms"] / r["hnsw_p50_ms"], rel=0.02)
+        assert 0.9 <= r["hnsw_recall"] <= 1   # the walk finds (nearly) the scan's rows at this size
+        assert r["index_rows"] >= 200         # the other collection shares the index
+    assert result["beside"] == 200
+    assert "beside 200 chunks" in exact_table(result)
+    assert Client(db).list_collections() == []   # both collections dropped
+
+
+def test_run_scale_times_pgsift_beside_the_peers(db):
+    from pgsift.bench_scale import format_table as scale_table
+    from pgsift.bench_scale import run_scale
+
+    result = run_scale(db, 2_000, queries=2, exact_check=1, ingest_docs=1, baseline_queries=1)
+    assert result["chunks"] == 2_000
+    for mix in ("rare", "common", "mixed", "question"):
+        m = result["modes"][mix]
+        for leg in ("raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd",
+                    "fts_ts_rank_cd"):
+            assert m[leg]["p50"] > 0
+        assert m["over_raw_p50"]["hybrid"] == pytest.approx(m["hybrid"]["p50"] / m["raw_pgvector"]["p50"], rel=0.02)
+    table = scale_table(result)
+    assert "raw_pgvector" in table and "supabase_hybrid" in table and "p50/raw" in table
+    assert db.execute("select to_regnamespace('pgsift_peers')").fetchone()[0] is None
+
+
+def test_peers_over_a_view_and_never_a_schema_of_the_users(db, client, toy: Path):
+    from pgsift import bench_peers
+    from pgsift.bench import load_collection
+
+    data = load_beir(toy)
+    load_collection(client, "toy", data)
+    # Over a view of pgsift's own table (rows named by chunk id): d3 first, as over the copy.
+    assert bench_peers.install(db, "toy", data.dims, copy=False) == 6
+    d3 = str(db.execute("select k.chunk_id from sift.chunks k join sift.documents d using (document_id) "
+                        "where d.source_uri = 'd3'").fetchone()[0])
+    peers = bench_peers.Peers(db)
+    peers.begin("pgvector_hnsw", 6)
+    assert peers.search("pgvector_hnsw", "", data.query_embeddings[0], 3)[0] == d3
+    peers.end()
+    assert peers.search("fts_ts_rank_cd", "zymurgy", data.query_embeddings[0], 3) == [d3]
+    assert peers.search("supabase_hybrid", "zymurgy", data.query_embeddings[0], 3)[0] == d3
+    bench_peers.drop(db)
+    assert db.execute("select to_regnamespace('pgsift_peers')").fetchone()[0] is None
+    # A schema of that name the benchmark did not make is neither replaced nor dropped.
+    db.execute("create schema pgsift_peers")
+    db.execute("create table pgsift_peers.mine (x int)")
+    with pytest.raises(bench_peers.PeersUnavailable, match="did not make"):
+        bench_peers.install(db, "toy", data.dims)
+    bench_peers.drop(db)
+    assert db.execute("select to_regclass('pgsift_peers.mine')").fetchone()[0] is not None
+    # And the quality benchmark says why it ran without them.
+    result = run_quality(db, toy, collection="bench")
+    assert "pgvector_hnsw" not in result["modes"] and "did not make" in result["peers_skipped"]
+    assert "peers skipped" in format_table(result)
+    assert db.execute("select to_regclass('pgsift_peers.mine')").fetchone()[0] is not None

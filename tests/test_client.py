@@ -76,6 +76,9 @@ def test_rows_become_the_same_dataclasses_as_through_their_init(client, db):
 
     rows = db.cursor(row_factory=dataclass_row(Pair)).execute("select 1 as a union all select 2").fetchall()
     assert rows == [Pair(1), Pair(2)] and rows[0].c is not rows[1].c
+    # Columns in another order: the instance still holds its fields in the class's order.
+    row = db.cursor(row_factory=dataclass_row(Pair)).execute("select 'y' as b, 3 as a").fetchone()
+    assert row == Pair(3, "y") and list(vars(row)) == ["a", "b", "c"]
     with pytest.raises(TypeError, match="no field 'nope'"):
         db.cursor(row_factory=dataclass_row(Candidate)).execute("select 1 as nope").fetchall()
     with pytest.raises(TypeError, match="needs"):

@@ -321,34 +321,47 @@ def _dense_leg_plan(db, collection_id: int, query: np.ndarray, exact: bool) -> l
     return list(_plan_nodes(plan[0]["Plan"]))
 
 
-def test_exact_or_walk_is_decided_by_size_and_share_of_the_index(client, db):
+def test_exact_or_walk_is_decided_by_size_and_share_of_the_index(db, connect_as):
     """Exact up to exact_search_limit chunks; up to ten times that only while the collection
-    holds under a tenth of the shared index (the walk would skip the others' vectors); past
-    either, or with an index of its own, the walk. Counted from the statistics, not the rows."""
+    holds under a tenth of the shared index the walk would use (of its size: not the table);
+    past either, or with an index of its own, the walk. Counted from the statistics, not the
+    rows, and the same for a tenant's role under row-level security."""
+    client = Client(db, tenant="acme")
     small = client.create_collection("small", embedding_dims=DIMS)
     big = client.create_collection("big", embedding_dims=DIMS)
+    wide = client.create_collection("wide", embedding_dims=2 * DIMS)
     rng = np.random.default_rng(5)
     client.upsert_documents("small", random_documents(rng, 30, DIMS))          # 60 chunks
     client.upsert_documents("big", random_documents(rng, 330, DIMS))           # 660 chunks
+    client.upsert_documents("wide", random_documents(rng, 30, 2 * DIMS))       # 60 chunks, its own size
+
+    def exact(conn, collection_ids: list[int], limit: int, index: str | None) -> bool:
+        return conn.execute("select sift._dense_exact(%s, %s, %s)", [collection_ids, limit, index]).fetchone()[0]
+
+    shared, wide_index = f"chunks_hnsw_cosine_{DIMS}", f"chunks_hnsw_cosine_{2 * DIMS}"
+    # Never analyzed or built since the rows came: the index's count is unknown or stale low,
+    # which reads as no share (the walk past the limit).
+    db.execute(f"update pg_class set reltuples = -1 where relname = '{shared}'")
+    assert not exact(db, [small.collection_id], 10, shared)
     db.execute("analyze sift.chunks")
+    db.execute("select sift.map_role('t_reader', 'acme')")
+    reader = connect_as("t_reader")
+    for conn in (db, reader):
+        assert exact(conn, [small.collection_id], 60, shared)          # at the limit
+        assert exact(conn, [small.collection_id], 10, shared)          # 6x the limit, 8% of the index
+        assert not exact(conn, [small.collection_id], 10, None)        # an index of its own: the walk
+        assert not exact(conn, [small.collection_id], 5, shared)       # 12x the limit
+        assert not exact(conn, [small.collection_id], 0, shared)       # 0 always walks
+        assert not exact(conn, [big.collection_id], 100, shared)       # 6.6x the limit, 92% of the index
+        assert exact(conn, [big.collection_id], 660, shared)
+        assert not exact(conn, [small.collection_id, big.collection_id], 100, shared)   # the whole index
+        # 60 chunks are 8% of the table but all of their size's index: the walk.
+        assert not exact(conn, [wide.collection_id], 10, wide_index)
+        assert not exact(conn, [small.collection_id], 10, "no_such_index")
 
-    def exact(collection_id: int, limit: int, shared: bool = True) -> bool:
-        return db.execute("select sift._dense_exact(%s, %s, %s, false)",
-                          [[collection_id], limit, shared]).fetchone()[0]
-
-    assert exact(small.collection_id, 60)                 # at the limit
-    assert exact(small.collection_id, 10)                 # 6x the limit, 8% of the index
-    assert not exact(small.collection_id, 10, shared=False)   # its own index: the walk
-    assert not exact(small.collection_id, 5)              # 12x the limit
-    assert not exact(small.collection_id, 0)              # 0 always walks
-    assert not exact(big.collection_id, 100)              # 6.6x the limit, 92% of the index
-    assert exact(big.collection_id, 660)
-    # Both together: 720 chunks, the whole index.
-    assert not db.execute("select sift._dense_exact(%s, 100, true, false)",
-                          [[small.collection_id, big.collection_id]]).fetchone()[0]
-    # And either way the answer is the exact one here.
+    # Either way the answer is the exact one here.
     query = unit(rng.normal(size=DIMS))
-    want = exact_cosine_top(stored_embeddings(db, "small"), f32(query), 10)
+    want = exact_cosine_top(stored_embeddings(db, "small", "acme"), f32(query), 10)
     for limit in (10, 0):
         assert ids(client.search("small", embedding=query, top_k=10, exact_search_limit=limit)) == want
 

@@ -209,7 +209,7 @@ def _server_info(conn: psycopg.Connection[Any]) -> dict[str, str | None]:
 def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | None = None,
                 collection: str = "bench", search_language: str = "english", top_k: int = 10,
                 depth: int = 100, max_queries: int | None = None,
-                knobs: dict[str, Any] | None = None) -> dict[str, Any]:
+                knobs: dict[str, Any] | None = None, peers_too: bool = True) -> dict[str, Any]:
     """Ingest a BEIR dataset into a fresh collection and score dense, lexical and hybrid search.
 
     The collection ``collection`` is dropped first if it exists, then created with the
@@ -225,7 +225,9 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
     ``hybrid`` is not allowed in it since the mode decides. Hits map to corpus ids by
     source_uri. Reported per mode: mean nDCG@top_k and recall@depth over the queries,
     and p50 / p95 latency in ms of the client call (perf_counter, after one untimed
-    warm-up search per mode).
+    warm-up search per mode). With ``peers_too`` the peers' SQL runs too
+    (:mod:`pgsift.bench_peers`; skipped with the reason where it cannot run), and every
+    p50 is also a ratio of pgvector's.
     """
     knobs = dict(knobs or {})
     if "hybrid" in knobs:
@@ -303,24 +305,30 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
         modes[mode] = score(mode, partial(call, mode))
 
     # The peers' SQL on a plain copy of the same chunks, each mode in turn as above.
-    n_peer_rows = bench_peers.install(conn, collection, data.dims)
-    peers = bench_peers.Peers(conn)
+    n_peer_rows, skipped = 0, None
+    if peers_too:
+        try:
+            n_peer_rows = bench_peers.install(conn, collection, data.dims)
+            peers = bench_peers.Peers(conn)
 
-    def peer(mode: str, i: int) -> list[str]:
-        return peers.search(mode, data.query_texts[i], data.query_embeddings[i], depth)
+            def peer(mode: str, i: int) -> list[str]:
+                return peers.search(mode, data.query_texts[i], data.query_embeddings[i], depth)
 
-    try:
-        for mode in bench_peers.MODES:
-            peers.begin(mode, depth)
-            try:
-                modes[mode] = score(mode, partial(peer, mode))
-            finally:
-                peers.end()
-    finally:
-        bench_peers.drop(conn)
-    base = modes["pgvector_hnsw"]["p50_ms"]
-    for m in modes.values():
-        m["p50_over_pgvector"] = m["p50_ms"] / base if base else math.nan
+            for mode in bench_peers.MODES:
+                peers.begin(mode, depth)
+                try:
+                    modes[mode] = score(mode, partial(peer, mode))
+                finally:
+                    peers.end()
+        except bench_peers.PeersUnavailable as exc:
+            skipped = str(exc)
+            log.warning("peers skipped: %s", exc)
+        finally:
+            bench_peers.drop(conn)
+    if "pgvector_hnsw" in modes:
+        base = modes["pgvector_hnsw"]["p50_ms"]
+        for m in modes.values():
+            m["p50_over_pgvector"] = m["p50_ms"] / base if base else math.nan
 
     same = {n: sum(a[:n] == b[:n] for a, b in zip(lists["lexical"], lists["lexical_exhaustive"]))
             for n in (top_k, depth)}
@@ -331,7 +339,8 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
         "ingest_s": ingest_s,
         "modes": modes,
         "lexical_identical_to_exhaustive": {f"top_{n}": count for n, count in same.items()},
-        "peer_rows": n_peer_rows,
+        **({"peer_rows": n_peer_rows} if "pgvector_hnsw" in modes else {}),
+        **({"peers_skipped": skipped} if skipped else {}),
         "settings": {
             "path": str(dataset),
             "model": data.model,
@@ -375,6 +384,8 @@ def format_table(result: dict[str, Any]) -> str:
         same = ", ".join(f"top {n.removeprefix('top_')} {c}/{result['n_queries']}"
                          for n, c in result["lexical_identical_to_exhaustive"].items())
         out.append(f"lexical (bounded) ranking identical to lexical_exhaustive: {same}")
+    if "peers_skipped" in result:
+        out.append(f"peers skipped: {result['peers_skipped']}")
     if "peer_rows" in result:
         out.append("pgvector_hnsw, fts_ts_rank_cd, supabase_hybrid: the peers' SQL on a plain copy of the "
                    f"{result['peer_rows']:,} chunks (pgsift.bench_peers); supabase_hybrid returns at most 30 rows")

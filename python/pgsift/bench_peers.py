@@ -31,23 +31,43 @@ from .schema import with_vector_schema
 
 MODES = ("pgvector_hnsw", "fts_ts_rank_cd", "supabase_hybrid")
 _SQL = {"pgvector_hnsw": q.PEERS_PGVECTOR, "fts_ts_rank_cd": q.PEERS_TS_RANK_CD, "supabase_hybrid": q.PEERS_SUPABASE}
+# pgvector indexes vector of at most 2,000 dimensions.
+MAX_DIMS = 2000
+
+
+class PeersUnavailable(RuntimeError):
+    """The peers cannot run here (a schema pgsift_peers that is not the benchmark's, too many
+    dimensions for their indexes, no pgvector)."""
 
 
 def _vector_schema(conn: psycopg.Connection[Any]) -> str:
     row = conn.execute(q.VECTOR_SCHEMA, prepare=False).fetchone()
     if row is None:
-        raise RuntimeError("pgvector is not installed in this database")
+        raise PeersUnavailable("pgvector is not installed in this database")
     return str(row[0])
+
+
+def _ours(conn: psycopg.Connection[Any]) -> bool:
+    """Whether schema pgsift_peers is absent or the one this module made (its comment says so)."""
+    exists = conn.execute(q.PEERS_EXISTS).fetchone()
+    if not exists or not exists[0]:
+        return True
+    mark = conn.execute(q.PEERS_OWNED).fetchone()
+    return bool(mark and mark[0] == q.PEERS_MARK)
 
 
 def install(conn: psycopg.Connection[Any], collection: str, dims: int, *, copy: bool = True) -> int:
     """Build schema pgsift_peers from ``collection``'s chunks; return how many rows it holds.
     copy: a plain table with the peers' own indexes; else a view over sift.chunks on
     pgsift's indexes (for a large collection, whose copy would need an HNSW build)."""
+    if copy and dims > MAX_DIMS:
+        raise PeersUnavailable(f"{dims} dimensions: pgvector's HNSW index takes at most {MAX_DIMS}")
     schema = _vector_schema(conn)
+    if not _ours(conn):
+        raise PeersUnavailable("a schema pgsift_peers exists that the benchmark did not make; left alone")
     collection_id = (conn.execute(q.COLLECTION_ID, {"collection": collection}).fetchone() or (None,))[0]
     if collection_id is None:
-        raise RuntimeError(f"no collection {collection!r}")
+        raise PeersUnavailable(f"no collection {collection!r}")
 
     def text(statement: str) -> bytes:
         return with_vector_schema(statement.replace("{dims}", str(int(dims)))
@@ -57,9 +77,10 @@ def install(conn: psycopg.Connection[Any], collection: str, dims: int, *, copy: 
     with conn.transaction():
         conn.execute(q.PEERS_RESET)
         conn.execute(q.PEERS_SCHEMA)
+        conn.execute(q.PEERS_COMMENT)
         if copy:
             conn.execute(text(q.PEERS_TABLE))
-            conn.execute(q.PEERS_FILL, {"collection": collection})
+            conn.execute(text(q.PEERS_FILL), {"collection": collection})
         else:
             conn.execute(text(q.PEERS_VIEW))
         conn.execute(text(q.PEERS_HYBRID_FUNCTION))
@@ -77,15 +98,19 @@ class Peers:
         self.conn = conn
         schema = _vector_schema(conn)
         self.sql = {mode: with_vector_schema(text, schema).encode() for mode, text in _SQL.items()}
+        self._saved_ef: str | None = None
 
     def begin(self, mode: str, k: int) -> None:
         """Before a mode's searches: pgvector's ef_search at least k (so HNSW returns k rows)."""
+        row = self.conn.execute(q.PEERS_GET_EF_SEARCH).fetchone()
+        self._saved_ef = row[0] if row else None
         if mode == "pgvector_hnsw":
             self.conn.execute(q.PEERS_EF_SEARCH, {"ef": max(k, 40)})
 
     def end(self) -> None:
         """After a mode's searches: the session's own ef_search again."""
-        self.conn.execute(q.PEERS_RESET_EF_SEARCH)
+        if self._saved_ef is not None:
+            self.conn.execute(q.PEERS_EF_SEARCH, {"ef": self._saved_ef})
 
     def search(self, mode: str, text: str, embedding: Any, k: int) -> list[str]:
         """The source_uri of each row the peer returns, best first."""
@@ -94,5 +119,6 @@ class Peers:
 
 
 def drop(conn: psycopg.Connection[Any]) -> None:
-    """Remove schema pgsift_peers."""
-    conn.execute(q.PEERS_RESET)
+    """Remove schema pgsift_peers if it is the one this module made."""
+    if _ours(conn):
+        conn.execute(q.PEERS_RESET)

@@ -216,9 +216,6 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
                             + list(rng.choice(rare, size=1)),
     }
     results.update({"chunks": n_chunks, "common_terms": len(common), "modes": {}})
-    # The peers' SQL over a view of the same chunks, on pgsift's own indexes.
-    bench_peers.install(conn, COLLECTION, DIMS, copy=False)
-    peers = bench_peers.Peers(conn)
     legs = {"dense": dict(h=False, s="bm25", vec=True), "hybrid": dict(h=True, s="bm25", vec=True),
             "lexical": dict(h=True, s="bm25", vec=False),
             "lexical_ts_rank_cd": dict(h=True, s="ts_rank_cd", vec=False)}
@@ -229,6 +226,9 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
     slow = {"lexical_ts_rank_cd", "fts_ts_rank_cd"}
     order = ["raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd", "fts_ts_rank_cd"]
     try:
+        # The peers' SQL over a view of the same chunks, on pgsift's own indexes.
+        bench_peers.install(conn, COLLECTION, DIMS, copy=False)
+        peers = bench_peers.Peers(conn)
         for mix, make in mixes.items():
             texts = [" ".join(make()) for _ in range(queries + 1)]
             raw_vecs = corpus.vectors(queries + 1, scale=0.3)

@@ -522,7 +522,7 @@ def dataclass_row(cls: type[Any]) -> Any:
     if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__") or hasattr(cls, "__slots__"):
         raise TypeError(f"{cls!r} is not a plain dataclass")
     all_fields = dataclasses.fields(cls)
-    known = {f.name for f in all_fields}
+    known = {f.name for f in all_fields if f.init}
 
     def factory(cursor: Any) -> Any:
         # Checked when the first row is built, as class_row fails then: a statement of
@@ -530,21 +530,32 @@ def dataclass_row(cls: type[Any]) -> Any:
         names = [d.name for d in cursor.description or []]
         fixed = {f.name: f.default for f in all_fields
                  if f.name not in names and f.default is not dataclasses.MISSING}
-        made = [f for f in all_fields if f.name not in names and f.default_factory is not dataclasses.MISSING]
+        made: dict[str, Any] = {f.name: f.default_factory for f in all_fields
+                                if f.name not in names and f.default_factory is not dataclasses.MISSING}
         problem = next((f"{cls.__name__} has no field {n!r}" for n in names if n not in known), None) or next(
             (f"{cls.__name__} needs {f.name!r}, which the query does not select" for f in all_fields
-             if f.name not in names and f.name not in fixed and f not in made), None)
+             if f.name not in names and f.name not in fixed and f.name not in made), None)
         new = object.__new__
+
+        order = [f.name for f in all_fields]
+        in_order = names == order   # every field selected, in the class's order (columns() does so)
 
         def make(values: Sequence[Any]) -> Any:
             if problem:
                 raise TypeError(problem)
             obj = new(cls)
             state = obj.__dict__
-            state.update(fixed)
-            for f in made:
-                state[f.name] = f.default_factory()  # type: ignore[operator]
-            state.update(zip(names, values))
+            if in_order:
+                state.update(zip(names, values))
+                return obj
+            given = dict(zip(names, values))
+            for name in order:   # the instance's dict in field order, as __init__ leaves it
+                if name in given:
+                    state[name] = given[name]
+                elif name in fixed:
+                    state[name] = fixed[name]
+                else:
+                    state[name] = made[name]()
             return obj
 
         return make

@@ -636,8 +636,14 @@ select count(*) from sift.search(collection => %(collection)s, query_text => %(q
 # The peers' SQL (pgsift.bench_peers), in schema pgsift_peers of the bench database: a plain
 # table holding one collection's chunks as the peers index them, and the searches each peer
 # documents. @extschema:vector@ is pgvector's schema, written in before they run.
+# The schema is pgsift's only while it carries this comment: a user's schema of that name is
+# never dropped.
+PEERS_MARK = "pgsift.bench_peers: made for a benchmark run and dropped after it"
+PEERS_OWNED = "select pg_catalog.obj_description(pg_catalog.to_regnamespace('pgsift_peers'), 'pg_namespace')"
+PEERS_EXISTS = "select pg_catalog.to_regnamespace('pgsift_peers') is not null"
 PEERS_RESET = "drop schema if exists pgsift_peers cascade"
 PEERS_SCHEMA = "create schema pgsift_peers"
+PEERS_COMMENT = sql.SQL("comment on schema pgsift_peers is {}").format(sql.Literal(PEERS_MARK))
 PEERS_TABLE = """
 create table pgsift_peers.chunks (
     id         bigint primary key,
@@ -653,6 +659,7 @@ insert into pgsift_peers.chunks (id, source_uri, content, embedding)
 select k.chunk_id, d.source_uri, coalesce(d.title || ' ', '') || k.content, k.embedding
 from sift.chunks k join sift.documents d on d.document_id = k.document_id
 where k.collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
+  and k.embedding is not null and @extschema:vector@.vector_dims(k.embedding) = {dims}
 """
 # Over pgsift's own table instead of a copy (bench scale: a copy of a million chunks would need
 # its own HNSW build): the collection's chunks as the peers' columns, on pgsift's indexes.
@@ -711,8 +718,8 @@ $$
 # pgsift's lexical leg matches, and Supabase's function.
 COLLECTION_ID = "select collection_id from sift._collection(collection => %(collection)s::text)"
 PEERS_COUNT = "select count(*) from pgsift_peers.chunks"
+PEERS_GET_EF_SEARCH = "select pg_catalog.current_setting('hnsw.ef_search', true)"
 PEERS_EF_SEARCH = "select pg_catalog.set_config('hnsw.ef_search', %(ef)s::text, false)"
-PEERS_RESET_EF_SEARCH = "reset hnsw.ef_search"
 PEERS_PGVECTOR = """
 select source_uri from pgsift_peers.chunks
 order by embedding operator(@extschema:vector@.<=>) %(e)s::@extschema:vector@.vector limit %(k)s
@@ -733,10 +740,14 @@ select source_uri from pgsift_peers.hybrid_search(query_text => %(q)s::text,
 BENCH_EXACT_DENSE = """
 select chunk_id from sift.candidates(collection => %(c)s::text, query_text => '', query_embedding => %(e)s,
                                      match_count => %(n)s::integer, knobs => %(knobs)s::jsonb)
-order by dense_rank
+order by dense_rank, chunk_id
 """
 BENCH_EXACT_VACUUM = "vacuum sift.chunks"
 BENCH_EXACT_ANALYZE = "analyze sift.chunks"
+BENCH_EXACT_INDEX_ROWS = """
+select c.reltuples::bigint from pg_catalog.pg_class c
+where c.oid = pg_catalog.to_regclass('sift.chunks_hnsw_cosine_' || %(dims)s::integer)
+"""
 
 # bench rls: a role mapped to the bench tenant, and the dense leg's statement explained as it.
 BENCH_MAP_ROLE = "select sift.map_role(role_name => %(role)s::name, tenant => %(tenant)s::text)"

@@ -28,7 +28,8 @@ def _bench(args: argparse.Namespace, module: Any, run: Callable[[psycopg.Connect
 def cmd_bench_quality(args: argparse.Namespace) -> int:
     from .. import bench
     return _bench(args, bench, lambda conn: bench.run_quality(
-        conn, Path(args.dataset), model=args.model, collection=args.collection, max_queries=args.max_queries))
+        conn, Path(args.dataset), model=args.model, collection=args.collection, max_queries=args.max_queries,
+        peers_too=not args.no_peers))
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
@@ -47,7 +48,7 @@ def cmd_bench_exact(args: argparse.Namespace) -> int:
     from .. import bench_exact
     return _bench(args, bench_exact, lambda conn: bench_exact.run_exact(
         conn, sizes=tuple(args.sizes) if args.sizes else bench_exact.SIZES, queries=args.queries,
-        match_count=args.match_count))
+        match_count=args.match_count, beside=args.beside))
 
 
 def cmd_bench_fusion(args: argparse.Namespace) -> int:
@@ -149,6 +150,8 @@ def register(sub: Any) -> None:
     q.add_argument("--collection", default="bench", help="collection to load it into (default bench)")
     q.add_argument("--max-queries", type=int, help="run at most this many queries")
     q.add_argument("--json", action="store_true", help=json_help)
+    q.add_argument("--no-peers", action="store_true",
+                   help="skip the peers' SQL (pgvector HNSW, ts_rank_cd, Supabase's hybrid_search)")
     q.set_defaults(func=cmd_bench_quality)
 
     q = add_command(bench_sub, "scale", "lexical/dense/hybrid latency on a generated corpus of N chunks")
@@ -174,6 +177,8 @@ def register(sub: Any) -> None:
                    help="collection sizes in chunks (default 1000 2000 5000 7500 10000 20000)")
     q.add_argument("--queries", type=int, default=100, help="timed query vectors per size (default 100)")
     q.add_argument("--match-count", type=int, default=10, help="match_count of each search (default 10)")
+    q.add_argument("--beside", type=int, default=0,
+                   help="chunks of another collection of the same size sharing the index (default 0)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_exact)
 
