@@ -3,7 +3,7 @@
 -- How a table holding many collections keeps per-collection recall:
 --   * a collection (or set of collections) with at most exact_search_limit
 --     chunks (default 5,000) is scanned exactly: recall 1 and a few ms; so
---     is one of up to ten times that holding under a tenth of a shared index;
+--     is one of up to twice that holding under a tenth of a shared index;
 --   * a larger one walks the shared HNSW index with the collection filter
 --     inside the scan and pgvector >= 0.8 iterative scans (relaxed order,
 --     re-sorted here), so a collection that is a small share of the table
@@ -97,7 +97,7 @@ set plan_cache_mode = force_generic_plan
 as $$
     -- How many chunks the collections hold: the lexical statistics' count (kept
     -- by the chunks' trigger), a few rows read rather than the chunks counted.
-    -- Exact up to the limit; and up to ten times it for collections holding
+    -- Exact up to the limit; and up to twice it for collections holding
     -- under a tenth of the shared index the walk would use (shared_index, in
     -- sift; null: the space has an index of its own, which holds only its
     -- vectors), since the walk would pass over the other collections' vectors
@@ -109,7 +109,7 @@ as $$
         where s.collection_id = any (collection_ids)
     )
     select n.chunks <= exact_search_limit
-           or coalesce(n.chunks <= 10.0 * exact_search_limit
+           or coalesce(n.chunks <= 2.0 * exact_search_limit
                        and 10 * n.chunks < (select c.reltuples from pg_catalog.pg_class c
                                             where c.oid = pg_catalog.to_regclass('sift.' || shared_index)),
                        false)
@@ -117,7 +117,7 @@ as $$
 $$;
 comment on function sift._dense_exact(bigint[], integer, text) is
     'Internal: whether the dense leg scans these collections exactly (at most exact_search_limit '
-    'chunks, or up to ten times that holding under a tenth of the shared index the walk would use) '
+    'chunks, or up to twice that holding under a tenth of the shared index the walk would use) '
     'or walks HNSW.';
 
 

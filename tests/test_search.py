@@ -322,7 +322,7 @@ def _dense_leg_plan(db, collection_id: int, query: np.ndarray, exact: bool) -> l
 
 
 def test_exact_or_walk_is_decided_by_size_and_share_of_the_index(db, connect_as):
-    """Exact up to exact_search_limit chunks; up to ten times that only while the collection
+    """Exact up to exact_search_limit chunks; up to twice that only while the collection
     holds under a tenth of the shared index the walk would use (of its size: not the table);
     past either, or with an index of its own, the walk. Counted from the statistics, not the
     rows, and the same for a tenant's role under row-level security."""
@@ -342,27 +342,27 @@ def test_exact_or_walk_is_decided_by_size_and_share_of_the_index(db, connect_as)
     # Never analyzed or built since the rows came: the index's count is unknown or stale low,
     # which reads as no share (the walk past the limit).
     db.execute(f"update pg_class set reltuples = -1 where relname = '{shared}'")
-    assert not exact(db, [small.collection_id], 10, shared)
+    assert not exact(db, [small.collection_id], 30, shared)
     db.execute("analyze sift.chunks")
     db.execute("select sift.map_role('t_reader', 'acme')")
     reader = connect_as("t_reader")
     for conn in (db, reader):
         assert exact(conn, [small.collection_id], 60, shared)          # at the limit
-        assert exact(conn, [small.collection_id], 10, shared)          # 6x the limit, 8% of the index
-        assert not exact(conn, [small.collection_id], 10, None)        # an index of its own: the walk
-        assert not exact(conn, [small.collection_id], 5, shared)       # 12x the limit
+        assert exact(conn, [small.collection_id], 30, shared)          # twice the limit, 8% of the index
+        assert not exact(conn, [small.collection_id], 30, None)        # an index of its own: the walk
+        assert not exact(conn, [small.collection_id], 29, shared)      # past twice the limit
         assert not exact(conn, [small.collection_id], 0, shared)       # 0 always walks
-        assert not exact(conn, [big.collection_id], 100, shared)       # 6.6x the limit, 92% of the index
+        assert not exact(conn, [big.collection_id], 330, shared)       # twice the limit, 92% of the index
         assert exact(conn, [big.collection_id], 660, shared)
-        assert not exact(conn, [small.collection_id, big.collection_id], 100, shared)   # the whole index
+        assert not exact(conn, [small.collection_id, big.collection_id], 360, shared)   # the whole index
         # 60 chunks are 8% of the table but all of their size's index: the walk.
-        assert not exact(conn, [wide.collection_id], 10, wide_index)
-        assert not exact(conn, [small.collection_id], 10, "no_such_index")
+        assert not exact(conn, [wide.collection_id], 30, wide_index)
+        assert not exact(conn, [small.collection_id], 30, "no_such_index")
 
     # Either way the answer is the exact one here.
     query = unit(rng.normal(size=DIMS))
     want = exact_cosine_top(stored_embeddings(db, "small", "acme"), f32(query), 10)
-    for limit in (10, 0):
+    for limit in (30, 0):
         assert ids(client.search("small", embedding=query, top_k=10, exact_search_limit=limit)) == want
 
 
