@@ -359,6 +359,18 @@ def test_exact_or_walk_is_decided_by_size_and_share_of_the_index(db, connect_as)
         assert not exact(conn, [wide.collection_id], 30, wide_index)
         assert not exact(conn, [small.collection_id], 30, "no_such_index")
 
+    # An added space's vectors: the share of the added spaces' index of that size.
+    for name in ("small", "big"):
+        client.add_vector_space(name, "v2", dimensions=4)
+        ids_ = [r[0] for r in db.execute("select k.chunk_id from sift.chunks k join sift.collections c "
+                                         "using (collection_id) where c.name = %s order by 1", [name])]
+        client.write_space_vectors(name, "v2", ids_, [unit(rng.normal(size=4)) for _ in ids_])
+    db.execute("analyze sift.chunk_vectors")
+    assert exact(reader, [small.collection_id], 30, "chunk_vectors_hnsw_cosine_4")
+    assert not exact(reader, [big.collection_id], 330, "chunk_vectors_hnsw_cosine_4")
+    assert len(client.search("small", embedding=unit(rng.normal(size=4)), top_k=10,
+                             dense_space="v2", exact_search_limit=30)) == 10
+
     # Either way the answer is the exact one here.
     query = unit(rng.normal(size=DIMS))
     want = exact_cosine_top(stored_embeddings(db, "small", "acme"), f32(query), 10)
