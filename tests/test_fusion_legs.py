@@ -9,13 +9,12 @@ formulas are written out below.
 
 from __future__ import annotations
 
-import statistics
-
 import numpy as np
 import psycopg
 import pytest
 from conftest import unit
 from pgsift import Chunk, Client, DimensionMismatch, Document, InvalidArgument, SpaceNotFound
+from pgsift.bench_legs import normalised
 
 DIMS, ALT = 8, 5
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
@@ -56,23 +55,13 @@ def nearest(vectors: dict[int, np.ndarray], query: np.ndarray, n: int = N) -> li
 
 def fuse(legs: dict[str, list[tuple[int, float]]], weights: dict[str, float], higher: dict[str, bool],
          method: str, k: float) -> dict[int, float]:
-    """The three fusion formulas, plainly: every leg's entries in its rank order."""
+    """The three fusion formulas (pgsift.bench_legs.normalised, the benchmark's reference),
+    summed with the legs' weights: every leg's entries in its rank order."""
+    oriented = {name: [(cid, raw if higher[name] else -raw) for cid, raw in entries]
+                for name, entries in legs.items()}
     total: dict[int, float] = {}
-    for name, entries in legs.items():
-        if not entries:
-            continue
-        s = [raw if higher[name] else -raw for _, raw in entries]
-        mu, sigma = statistics.fmean(s), statistics.pstdev(s)
-        lo, hi = min(s), max(s)
-        for r, ((cid, _), score) in enumerate(zip(entries, s, strict=True), start=1):
-            if method == "rrf":
-                norm = 1 / (k + r)
-            elif method == "convex":
-                norm = (score - lo) / (hi - lo) if hi > lo else 1.0
-            elif sigma > 1e-9 * max(abs(mu), 1e-300):   # dbsf; equal scores (sigma about 0) are 1
-                norm = min(1.0, max(0.0, (score - (mu - 3 * sigma)) / (6 * sigma)))
-            else:
-                norm = 1.0
+    for name, entries in normalised(oriented, method, k).items():
+        for cid, norm in entries:
             total[cid] = total.get(cid, 0.0) + weights[name] * norm
     return total
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -32,12 +32,15 @@ SECOND_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)   # the adde
 RRF_KS = (1, 3, 5, 10, 30, 60)
 FETCH_KS = (40, 100)   # each leg's depth
 METHODS = ("rrf", "dbsf", "convex")
+Id = TypeVar("Id", bound=Hashable)
 
 
-def _normalised(legs: dict[str, list[tuple[str, float]]], method: str, k: float) -> dict[str, list[tuple[str, float]]]:
+def normalised(legs: Mapping[str, Sequence[tuple[Id, float]]], method: str,
+               k: float) -> dict[str, list[tuple[Id, float]]]:
     """Each leg's entries with their normalised score (the formulas of sift._fuse), from lists
-    of (doc id, score where larger is better) in rank order."""
-    out: dict[str, list[tuple[str, float]]] = {}
+    of (id, score where larger is better) in rank order: the Python reference the benchmark
+    fuses with and tests/test_fusion_legs.py holds sift._fuse to."""
+    out: dict[str, list[tuple[Id, float]]] = {}
     for name, entries in legs.items():
         if not entries:
             continue
@@ -75,7 +78,7 @@ def _tune(train: list[dict[str, list[tuple[str, float]]]], qrels: list[dict[str,
     best: tuple[float, dict[str, float]] | None = None
     for depth in FETCH_KS:
         for k in sorted({cell[2] for cell in grid}):
-            normed = [_normalised({n: e[:depth] for n, e in legs.items() if n in fixed_legs}, method, k)
+            normed = [normalised({n: e[:depth] for n, e in legs.items() if n in fixed_legs}, method, k)
                       for legs in train]
             for w, w2, _ in (cell for cell in grid if cell[2] == k):
                 weights = {"dense": w, "lexical": 1 - w, SPACE: w2}
@@ -151,7 +154,7 @@ def run_legs(conn: psycopg.Connection[Any], dataset: Path, *, models: tuple[str,
                                      space_weights={SPACE: c["second_weight"]}, dense_weight=c["dense_weight"],
                                      rrf_k=c["rrf_k"], fetch_k=int(c["fetch_k"]), fusion=method)
             cut = {n: e[:int(c["fetch_k"])] for n, e in train[i].items()}
-            python = _combine(_normalised(cut, method, c["rrf_k"]), {
+            python = _combine(normalised(cut, method, c["rrf_k"]), {
                 "dense": c["dense_weight"], "lexical": 1 - c["dense_weight"], SPACE: c["second_weight"]})
             checks += 1
             agreed += python[:10] == [uri[p.chunk_id] for p in pool][:10]
