@@ -40,7 +40,8 @@ class PeersUnavailable(RuntimeError):
     dimensions for their indexes, no pgvector)."""
 
 
-def _vector_schema(conn: psycopg.Connection[Any]) -> str:
+def vector_schema(conn: psycopg.Connection[Any]) -> str:
+    """pgvector's schema, quoted (PeersUnavailable without pgvector)."""
     row = conn.execute(q.VECTOR_SCHEMA, prepare=False).fetchone()
     if row is None:
         raise PeersUnavailable("pgvector is not installed in this database")
@@ -56,15 +57,29 @@ def _ours(conn: psycopg.Connection[Any]) -> bool:
     return bool(mark and mark[0] == q.PEERS_MARK)
 
 
+def _check_ours(conn: psycopg.Connection[Any]) -> None:
+    if not _ours(conn):
+        raise PeersUnavailable("a schema pgsift_peers exists that the benchmark did not make; left alone")
+
+
+def reset(conn: psycopg.Connection[Any]) -> None:
+    """Make schema pgsift_peers anew, empty (PeersUnavailable if one exists that this module
+    did not make)."""
+    _check_ours(conn)
+    with conn.transaction():
+        conn.execute(q.PEERS_RESET)
+        conn.execute(q.PEERS_SCHEMA)
+        conn.execute(q.PEERS_COMMENT)
+
+
 def install(conn: psycopg.Connection[Any], collection: str, dims: int, *, copy: bool = True) -> int:
     """Build schema pgsift_peers from ``collection``'s chunks; return how many rows it holds.
     copy: a plain table with the peers' own indexes; else a view over sift.chunks on
     pgsift's indexes (for a large collection, whose copy would need an HNSW build)."""
     if copy and dims > MAX_DIMS:
         raise PeersUnavailable(f"{dims} dimensions: pgvector's HNSW index takes at most {MAX_DIMS}")
-    schema = _vector_schema(conn)
-    if not _ours(conn):
-        raise PeersUnavailable("a schema pgsift_peers exists that the benchmark did not make; left alone")
+    schema = vector_schema(conn)
+    _check_ours(conn)
     collection_id = (conn.execute(q.COLLECTION_ID, {"collection": collection}).fetchone() or (None,))[0]
     if collection_id is None:
         raise PeersUnavailable(f"no collection {collection!r}")
@@ -75,9 +90,7 @@ def install(conn: psycopg.Connection[Any], collection: str, dims: int, *, copy: 
                                   .replace("{semantic}", "<#>" if copy else "<=>"), schema).encode()
 
     with conn.transaction():
-        conn.execute(q.PEERS_RESET)
-        conn.execute(q.PEERS_SCHEMA)
-        conn.execute(q.PEERS_COMMENT)
+        reset(conn)
         if copy:
             conn.execute(text(q.PEERS_TABLE))
             conn.execute(text(q.PEERS_FILL), {"collection": collection})
@@ -96,7 +109,7 @@ class Peers:
 
     def __init__(self, conn: psycopg.Connection[Any]):
         self.conn = conn
-        schema = _vector_schema(conn)
+        schema = vector_schema(conn)
         self.sql = {mode: with_vector_schema(text, schema).encode() for mode, text in _SQL.items()}
         self._saved_ef: str | None = None
 

@@ -25,9 +25,9 @@ import numpy.typing as npt
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import bench_peers
+from . import bench_peers, bench_plain
 from . import queries as q
-from .client import Client
+from .client import BATCH_DOCUMENTS, Client
 from .models import Chunk, Document
 
 DIMS = 384
@@ -175,17 +175,41 @@ def finish(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     return {"refresh_s": round(refresh_s, 1), "hnsw_build_s": round(index_s, 1)}
 
 
-def _client_ingest(conn: psycopg.Connection[Any], corpus: Corpus, docs: int) -> dict[str, Any]:
+def _client_ingest(conn: psycopg.Connection[Any], documents: list[Document]) -> dict[str, Any]:
     """Ingest through Client.upsert_documents onto the loaded collection (lists
     in place, so their deltas are maintained), refresh included; then removed."""
     client = Client(conn)
-    documents = corpus.documents(0, docs)
     t0 = time.perf_counter()
-    client.upsert_documents(COLLECTION, documents)
+    client.upsert_documents(COLLECTION, documents, batch_documents=BATCH_DOCUMENTS)
     seconds = time.perf_counter() - t0
     for doc in documents:
         client.delete_document(COLLECTION, doc.source_uri)
-    return {"client_ingest_chunks_per_s": round(docs * CHUNKS_PER_DOC / seconds, 1)}
+    return {"client_ingest_chunks_per_s": round(len(documents) * CHUNKS_PER_DOC / seconds, 1)}
+
+
+def plain_source(seed: int) -> bench_plain.Source:
+    """The rows build(Corpus(seed), ...) loaded, batch by batch, as COPY data for the plain
+    table: a fresh corpus drawn in the same batches draws the same rows."""
+    corpus = Corpus(seed)
+
+    def source(start: int, count: int) -> bytes:
+        texts, vecs = corpus.texts(count), corpus.vectors(count)
+        return _copy_rows(list(range(start // CHUNKS_PER_DOC, (start + count) // CHUNKS_PER_DOC)), texts, vecs)
+
+    return source
+
+
+def _plain(conn: psycopg.Connection[Any], seed: int, chunks: int, documents: list[Document]) -> dict[str, Any]:
+    """The same rows into a plain table (bulk, as build loads them), then the same
+    documents as _client_ingest wrote, with every index live (pgsift.bench_plain)."""
+    try:
+        out = bench_plain.bulk(conn, plain_source(seed), chunks, dims=DIMS, batch=BATCH_CHUNKS)
+        if documents:
+            out.update(bench_plain.live(conn, documents, first_id=chunks // CHUNKS_PER_DOC,
+                                        batch_documents=BATCH_DOCUMENTS))
+        return out
+    finally:
+        bench_peers.drop(conn)
 
 
 # Exhaustive BM25: the leg with its read budget and exhaustive limit lifted.
@@ -194,7 +218,7 @@ EXHAUSTIVE = {"lexical_budget": 2_000_000_000, "lexical_exact_limit": 2_000_000_
 
 def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100, seed: int = 7,
               reuse: bool = False, exact_check: int = 20, ingest_docs: int = 50,
-              baseline_queries: int = 10**9) -> dict[str, Any]:
+              baseline_queries: int = 10**9, plain: bool = True) -> dict[str, Any]:
     corpus = Corpus(seed)
     results: dict[str, Any] = {}
     if reuse and _existing(conn, chunks):
@@ -266,8 +290,11 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
             m["top10_equal_exhaustive"] = _exactness(conn, texts[1:exact_check + 1])
     finally:
         bench_peers.drop(conn)
-    if ingest_docs:
-        results.update(_client_ingest(conn, corpus, ingest_docs))
+    documents = corpus.documents(0, ingest_docs) if ingest_docs else []
+    if documents:
+        results.update(_client_ingest(conn, documents))
+    if plain:
+        results.update(_plain(conn, seed, n_chunks, documents))
 
     sizes: dict[str, float] = dict(conn.execute(q.BENCH_STORAGE).fetchall())
     results["storage_bytes_per_chunk"] = {k: round(float(v) / n_chunks, 1) for k, v in sizes.items()}
@@ -296,9 +323,23 @@ def format_table(result: dict[str, Any]) -> str:
                      f"({result['load_s']} s)")
     lines.append(f"refresh (impact lists: {result['common_terms']} terms in 20-50% of chunks, and every "
                  f"term in 100+) {result['refresh_s']} s; HNSW build {result['hnsw_build_s']} s")
+    if "load_s" in result:
+        total = result["load_s"] + result["refresh_s"] + result["hnsw_build_s"]
+        lines.append(f"end to end (rows, statistics, lists, HNSW): {total:,.0f} s ({total / 60:.1f} min)")
+    if "plain_load_s" in result:
+        plain = result["plain_load_s"] + result["plain_hnsw_build_s"]
+        lines.append(f"plain table, same rows (tsvector + GIN live, HNSW after): COPY "
+                     f"{result['plain_load_chunks_per_s']:,} chunks/s ({result['plain_load_s']} s), HNSW build "
+                     f"{result['plain_hnsw_build_s']} s; end to end {plain:,.0f} s"
+                     + (f" (pgsift {total / plain:.2f}x)" if "load_s" in result else ""))
     if "client_ingest_chunks_per_s" in result:
-        lines.append(f"Client.upsert_documents onto it (lists maintained, refresh included): "
-                     f"{result['client_ingest_chunks_per_s']:,} chunks/s")
+        line = (f"Client.upsert_documents onto it (lists maintained, refresh included): "
+                f"{result['client_ingest_chunks_per_s']:,} chunks/s")
+        if "plain_live_chunks_per_s" in result:
+            share = result["client_ingest_chunks_per_s"] / result["plain_live_chunks_per_s"]
+            line += (f"; the plain table, same documents, indexes live: {result['plain_live_chunks_per_s']:,} "
+                     f"chunks/s (pgsift at {share:.2f} of its rate)")
+        lines.append(line)
     lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8}")
     for mix, modes in result["modes"].items():
         for leg in ("raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd",

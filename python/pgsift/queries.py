@@ -717,6 +717,30 @@ $$
 # them all), full-text search ranked by ts_rank_cd over the same OR of the question's lexemes
 # pgsift's lexical leg matches, and Supabase's function.
 COLLECTION_ID = "select collection_id from sift._collection(collection => %(collection)s::text)"
+# The plain table beside pgsift's ingest (pgsift.bench_plain): the same chunks as anyone would
+# store them without pgsift (a stored english tsvector with GIN, pgvector HNSW for cosine with
+# its default build options, as pgsift's), written the way pgsift's are.
+PLAIN_TABLE = """
+create table pgsift_peers.plain_chunks (
+    id          bigint generated always as identity primary key,
+    document_id bigint not null,
+    ordinal     integer not null,
+    content     text not null,
+    fts         tsvector generated always as (pg_catalog.to_tsvector('english', content)) stored,
+    embedding   @extschema:vector@.vector({dims}) not null,
+    unique (document_id, ordinal)
+)
+"""
+PLAIN_INDEXES = ("create index on pgsift_peers.plain_chunks using gin (fts)",)
+PLAIN_COPY = "copy pgsift_peers.plain_chunks (document_id, ordinal, content, embedding) from stdin (format binary)"
+PLAIN_HNSW = "create index on pgsift_peers.plain_chunks using hnsw (embedding @extschema:vector@.vector_cosine_ops)"
+PLAIN_ANALYZE = "vacuum analyze pgsift_peers.plain_chunks"
+PLAIN_DELETE = "delete from pgsift_peers.plain_chunks where document_id = any (%(ids)s::bigint[])"
+PLAIN_INSERT = """
+insert into pgsift_peers.plain_chunks (document_id, ordinal, content, embedding)
+select * from unnest(%(doc)s::bigint[], %(ordinal)s::integer[], %(content)s::text[],
+                     %(embedding)s::text[]::@extschema:vector@.vector[])
+"""
 PEERS_COUNT = "select count(*) from pgsift_peers.chunks"
 PEERS_GET_EF_SEARCH = "select pg_catalog.current_setting('hnsw.ef_search', true)"
 PEERS_EF_SEARCH = "select pg_catalog.set_config('hnsw.ef_search', %(ef)s::text, false)"

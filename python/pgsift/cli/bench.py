@@ -36,7 +36,7 @@ def cmd_bench_scale(args: argparse.Namespace) -> int:
     from .. import bench_scale
     return _bench(args, bench_scale, lambda conn: bench_scale.run_scale(
         conn, args.chunks, queries=args.queries, reuse=args.reuse, exact_check=args.exact_check,
-        ingest_docs=args.ingest_docs, baseline_queries=args.baseline_queries))
+        ingest_docs=args.ingest_docs, baseline_queries=args.baseline_queries, plain=not args.no_plain))
 
 
 def cmd_bench_finalize(args: argparse.Namespace) -> int:
@@ -164,6 +164,8 @@ def register(sub: Any) -> None:
                    help="documents written through the client afterwards, for its throughput (default 50)")
     q.add_argument("--baseline-queries", type=int, default=10**9,
                    help="cap on queries per mix for the ts_rank_cd leg (seconds each at 1M chunks)")
+    q.add_argument("--no-plain", action="store_true",
+                   help="skip the plain table's ingest beside pgsift's (it loads the same rows again)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_scale)
 
