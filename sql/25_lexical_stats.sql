@@ -113,9 +113,12 @@ begin
     -- (thousands of terms by millions of entries on a first refresh).
     perform sift._analyze('sift.list_build_plan');
     perform sift._analyze('sift.list_build_entries');
+    -- Terms are sorted bytewise (collate "C"): the order is only for grouping,
+    -- and the database's collation (strcoll, no abbreviated keys) made this
+    -- sort of every entry ~1.6x slower.
     with ranked as materialized (
-        select e.lexeme, e.chunk_id, e.tf, e.dl, i.impact, p.size,
-               row_number() over (partition by e.lexeme order by i.impact desc, e.chunk_id) as rn
+        select e.lexeme collate "C" as lexeme, e.chunk_id, e.tf, e.dl, i.impact, p.size,
+               row_number() over (partition by e.lexeme collate "C" order by i.impact desc, e.chunk_id) as rn
         from sift.list_build_entries e
         join sift.list_build_plan p on p.collection_id = e.collection_id and p.lexeme = e.lexeme
         cross join lateral (select sift._bm25_impact(e.tf, e.dl, p.avgdl_ref, p.k1_ref, p.b_ref)
@@ -126,7 +129,7 @@ begin
     ), floors as materialized (
         select p.lexeme, greatest(p.floor_min, coalesce(c.impact, 0)) as floor_impact
         from sift.list_build_plan p
-        left join cuts c on c.lexeme = p.lexeme
+        left join cuts c on c.lexeme = p.lexeme collate "C"
         where p.collection_id = _write_lists.collection_id
     ), lists as (
         insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, b_ref,
@@ -142,7 +145,7 @@ begin
            array_agg(r.chunk_id order by r.rn), array_agg(r.tf order by r.rn),
            array_agg(r.dl order by r.rn)
     from ranked r
-    join floors f on f.lexeme = r.lexeme
+    join floors f on f.lexeme collate "C" = r.lexeme
     where r.rn <= r.size and r.impact > f.floor_impact
     group by r.lexeme, (r.rn - 1) / 100;
     update sift.term_lists l
@@ -172,14 +175,19 @@ as $$
 #variable_conflict use_variable
 declare
     total_df double precision;
-    rate     double precision := least(1, 100000 / greatest(n_chunks, 1));
+    -- A sample of 30,000 chunks (a fiftieth past 1,500,000): at list size 2,000
+    -- a term cut to 1.5 x its list has 60 sampled entries above its cutoff or
+    -- more (90 at a million chunks), so it keeps its list size with a wide
+    -- margin. A cutoff drawn too high only shortens a list: its floor is the
+    -- cutoff, still a bound on every chunk left out.
+    rate     double precision := least(1, greatest(30000, n_chunks / 50) / greatest(n_chunks, 1));
 begin
     -- Every planned term's chunks, as (tf, dl). Few terms: one GIN lookup per
     -- term (tf read as ts_rank_cd with unit weights: the position count). Many
     -- (a first refresh, a rebuild): one pass over the collection's vectors,
     -- cheaper once their chunks outnumber the collection ~20 times over; a
-    -- sample of ~100,000 chunks first gives each term with more chunks than
-    -- 1.3 x its list size an impact cutoff expected to keep that many, so
+    -- sample first gives each term with more chunks than 1.5 x its list size
+    -- an impact cutoff expected to keep that many, so
     -- the pass keeps only those (the cutoff becomes the list's floor_min).
     select sum(t.df) into total_df
     from sift.list_build_plan p
@@ -198,17 +206,18 @@ begin
         return;
     end if;
     perform sift._analyze('sift.list_build_plan');   -- so the joins below hash rather than loop
-    -- The cutoff per term: the impact its sample exceeds in a share 1.3 x size / df
+    -- The cutoff per term: the impact its sample exceeds in a share 1.5 x size / df
     -- (a percentile, sorted within each term; a window over the whole sample and a
     -- join back cost 3x as much).
     with big as materialized (
         select p.lexeme, p.size, t.df, p.avgdl_ref, p.k1_ref, p.b_ref
         from sift.list_build_plan p
         join sift.term_df t on t.collection_id = p.collection_id and t.lexeme = p.lexeme
-        where p.collection_id = _gather_list_entries.collection_id and t.df > 1.3 * p.size
+        where p.collection_id = _gather_list_entries.collection_id and t.df > 1.5 * p.size
     ), cuts as (
-        select s.lexeme,
-               pg_catalog.percentile_disc(1 - 1.3 * s.size / s.df) within group (order by s.impact) as cut
+        -- (grouped bytewise, collate "C": see sift._write_lists)
+        select s.lexeme collate "C" as lexeme,
+               pg_catalog.percentile_disc(1 - 1.5 * s.size / s.df) within group (order by s.impact) as cut
         from (select u.lexeme, b.size, b.df,
                      sift._bm25_impact(u.tf, u.dl, b.avgdl_ref, b.k1_ref, b.b_ref) as impact
               from (select u.lexeme, pg_catalog.array_length(u.positions, 1) as tf, c.lexical_length as dl
@@ -217,12 +226,12 @@ begin
                     where c.collection_id = _gather_list_entries.collection_id and pg_catalog.random() < rate
                     offset 0) u
               join big b on b.lexeme = u.lexeme) s
-        group by s.lexeme, s.size, s.df
+        group by 1, s.size, s.df
     )
     update sift.list_build_plan p
     set floor_min = c.cut
     from cuts c
-    where p.collection_id = _gather_list_entries.collection_id and p.lexeme = c.lexeme;
+    where p.collection_id = _gather_list_entries.collection_id and p.lexeme collate "C" = c.lexeme;
     -- (The postings are fenced, offset 0, so the plan is hashed once: left to
     -- itself, with the collection newer than the table's statistics, the
     -- planner joins the plan inside the per-chunk unnest, once per chunk.)
@@ -264,6 +273,7 @@ declare
     ref_k1   double precision := sift._stored_knob(col, 'bm25_k1')::double precision;
     ref_b    double precision := sift._stored_knob(col, 'bm25_b')::double precision;
     folded   bigint := 0;
+    gone_terms text[];
     built    integer := 0;
     avgdl    double precision;
     n_chunks double precision;
@@ -295,18 +305,22 @@ begin
         update sift.term_df t set df = t.df + d.n
         from delta d
         where t.collection_id = col.collection_id and t.lexeme = d.lexeme
-        returning 1
+        returning t.lexeme, t.df
     ), fresh as (
         insert into sift.term_df (collection_id, lexeme, df)
         select col.collection_id, d.lexeme, d.n
         from delta d
-        where not exists (select 1 from sift.term_df t
+        where d.n > 0   -- (a term written and deleted again between refreshes: none)
+          and not exists (select 1 from sift.term_df t
                           where t.collection_id = col.collection_id and t.lexeme = d.lexeme)
         order by d.lexeme
         returning 1
     )
-    select (select count(*) from known) + (select count(*) from fresh) into folded;
-    delete from sift.term_df t where t.collection_id = col.collection_id and t.df = 0;
+    select (select count(*) from known) + (select count(*) from fresh),
+           array(select k.lexeme from known k where k.df = 0)
+    into folded, gone_terms;
+    -- Terms no chunk holds any more (only a folded term can have reached 0).
+    delete from sift.term_df t where t.collection_id = col.collection_id and t.lexeme = any (gone_terms);
     with gone as (
         delete from sift.collection_lexical_stats s
         where s.collection_id = col.collection_id

@@ -405,3 +405,72 @@ def test_an_empty_unproven_answer_still_says_so(client, db):
     assert bounded[0].lexical_exact is False
     exhaustive = client.search("c", text, **knobs)     # default limits: it is found, and proven
     assert [(h.chunk_id, h.found_by, h.lexical_exact) for h in exhaustive] == [(target[0], "both", True)]
+
+
+def test_refresh_keeps_no_term_that_no_chunk_holds(client, db):
+    """The fold drops a term whose last chunk went, and never adds one written and deleted
+    again between refreshes; every other term's df is the recount's."""
+    col = client.create_collection("c", embedding_dims=DIMS)
+
+    def doc(uri: str, text: str) -> Document:
+        return Document(source_uri=uri, chunks=[Chunk(content=text, embedding=unit(np.ones(DIMS)))])
+
+    client.upsert_documents("c", [doc("keep", "zebra alpaca"), doc("gone", "quokka alpaca")])
+    client.delete_document("c", "gone")   # refreshes: quokka's df reaches 0 in the fold
+    # Written and deleted with no refresh between: the ledger nets to 0 for okapi.
+    doc_id = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, 'brief') "
+                        "returning document_id", [col.collection_id]).fetchone()[0]
+    db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) values (%s, 0, 'okapi', %s)",
+               [doc_id, str(unit(np.ones(DIMS)).tolist())])
+    db.execute("delete from sift.documents where document_id = %s", [doc_id])
+    client.refresh_lexical_stats("c")
+    terms = dict(db.execute("select lexeme, df from sift.term_df where collection_id = %s",
+                            [col.collection_id]).fetchall())
+    assert terms == recount(db, col.collection_id)[1] == {"zebra": 1, "alpaca": 1}
+    assert db.execute("select count(*) from sift.term_df_pending where collection_id = %s",
+                      [col.collection_id]).fetchone()[0] == 0
+
+
+def test_lists_built_in_one_sampled_pass_hold_each_terms_best_chunks(client, db):
+    """Many common terms (their chunks outnumber the collection 20 times over) take the
+    one-pass build with sampled cutoffs: each list is still its term's best list_size chunks
+    by impact at the list's reference, and its floor bounds every chunk left out."""
+    rng = np.random.default_rng(21)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    head = VOCAB[:40]   # every chunk holds most of these, with varied counts
+    docs = [Document(source_uri=f"s{i}", chunks=[Chunk(
+        content=" ".join(w for w in head for _ in range(int(rng.integers(0, 4)))) + " " + zipf_text(rng, 20),
+        embedding=unit(rng.normal(size=DIMS)))]) for i in range(300)]
+    client.upsert_documents("c", docs)
+    df_total, n = db.execute(
+        "select sum(df) filter (where df >= 5), (select sum(chunks) from sift.collection_lexical_stats "
+        "where collection_id = %s) from sift.term_df where collection_id = %s",
+        [col.collection_id, col.collection_id]).fetchone()
+    assert df_total > 20 * n   # the one-pass branch
+    assert build_lists(db, 30) > 30
+    # Per list: its entries, the chunks above its floor, and those at it or above.
+    rows = db.execute("""
+        with lists as (select l.lexeme, l.entries, l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref
+                       from sift.term_lists l where l.collection_id = %(c)s),
+        truth as (select l.lexeme, c.chunk_id,
+                         sift._bm25_impact(array_length(u.positions, 1), c.lexical_length,
+                                           l.avgdl_ref, l.k1_ref, l.b_ref) as impact
+                  from sift.chunks c, unnest(c.search_vector) u join lists l on l.lexeme = u.lexeme
+                  where c.collection_id = %(c)s),
+        listed as (select b.lexeme, u.chunk_id from sift.term_blocks b, unnest(b.chunk_ids) u(chunk_id)
+                   where b.collection_id = %(c)s)
+        select l.lexeme, l.entries,
+               (select count(*) from truth t where t.lexeme = l.lexeme and t.impact > l.floor_impact),
+               (select count(*) from truth t where t.lexeme = l.lexeme and t.impact >= l.floor_impact),
+               (select count(*) from truth t where t.lexeme = l.lexeme),
+               (select count(*) from listed x join truth t using (lexeme, chunk_id)
+                where x.lexeme = l.lexeme and t.impact > l.floor_impact)
+        from lists l""", {"c": col.collection_id}).fetchall()
+    assert len(rows) > 30
+    for lexeme, entries, above, at_or_above, df, listed_above in rows:
+        # exactly the chunks above the floor are listed, at most list_size of them ...
+        assert entries == above == listed_above and entries <= 30, lexeme
+        # ... and the floor is no higher than the 31st best: the list lost only ties at the floor
+        assert at_or_above >= min(31, df), lexeme
+    assert sum(1 for r in rows if r[4] > 45) >= 30   # the head terms, cut by the sample
+    assert_oracle(client, db, col, rng, 10)
