@@ -27,10 +27,11 @@ begin
         select o.collection_id, -count(*), -sum(o.lexical_length), count(*) from old_chunks o
         where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
         group by 1;
+        -- (lexemes alone, unsorted: as for inserts below)
         insert into sift.term_df_pending (collection_id, lexemes, counts)
-        select x.collection_id, array_agg(x.lexeme order by x.lexeme), array_agg(-x.n order by x.lexeme)
+        select x.collection_id, array_agg(x.lexeme), array_agg(-x.n)
         from (select o.collection_id, u.lexeme, count(*) as n
-              from old_chunks o, pg_catalog.unnest(o.search_vector) u
+              from old_chunks o, pg_catalog.unnest(pg_catalog.tsvector_to_array(o.search_vector)) u(lexeme)
               where exists (select 1 from sift.collections c where c.collection_id = o.collection_id)
               group by 1, 2) x
         group by 1;
@@ -50,10 +51,13 @@ begin
     if tg_op in ('INSERT', 'UPDATE') then
         insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
         select n.collection_id, count(*), sum(n.lexical_length) from new_chunks n group by 1;
+        -- (The lexemes alone: unnest of the vector builds each one's positions, 25 % slower.
+        -- Unsorted: both arrays take the rows in the same order, and readers look terms up.)
         insert into sift.term_df_pending (collection_id, lexemes, counts)
-        select x.collection_id, array_agg(x.lexeme order by x.lexeme), array_agg(x.n order by x.lexeme)
+        select x.collection_id, array_agg(x.lexeme), array_agg(x.n)
         from (select n.collection_id, u.lexeme, count(*) as n
-              from new_chunks n, pg_catalog.unnest(n.search_vector) u group by 1, 2) x
+              from new_chunks n, pg_catalog.unnest(pg_catalog.tsvector_to_array(n.search_vector)) u(lexeme)
+              group by 1, 2) x
         group by 1;
         -- A new chunk joins a common term's list when it beats the list's floor.
         insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls)
