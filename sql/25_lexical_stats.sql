@@ -44,7 +44,7 @@ begin
         if tg_op = 'UPDATE' then
             delete from sift.term_lists l
             using (select distinct o.collection_id, u.lexeme
-                   from old_chunks o, pg_catalog.unnest(o.search_vector) u) x
+                   from old_chunks o, pg_catalog.unnest(pg_catalog.tsvector_to_array(o.search_vector)) u(lexeme)) x
             where l.collection_id = x.collection_id and l.lexeme = x.lexeme;
         end if;
     end if;
@@ -179,11 +179,12 @@ as $$
 #variable_conflict use_variable
 declare
     total_df double precision;
-    -- A sample of 30,000 chunks (a fiftieth past 1,500,000): at list size 2,000
-    -- a term cut to 1.5 x its list has 60 sampled entries above its cutoff or
-    -- more (90 at a million chunks), so it keeps its list size with a wide
-    -- margin. A cutoff drawn too high only shortens a list: its floor is the
-    -- cutoff, still a bound on every chunk left out.
+    -- A sample of 30,000 chunks (a fiftieth past 1,500,000): at the default
+    -- list size, 2,000, a term cut to 1.5 x its list expects 60 sampled entries
+    -- above its cutoff or more (90 at a million chunks), where 40 would keep
+    -- the list full (a short list about once in 500 terms; smaller list sizes
+    -- sample fewer, so more often). A cutoff drawn too high only shortens a
+    -- list: its floor is the cutoff, still a bound on every chunk left out.
     rate     double precision := least(1, greatest(30000, n_chunks / 50) / greatest(n_chunks, 1));
 begin
     -- Every planned term's chunks, as (tf, dl). Few terms: one GIN lookup per
@@ -290,12 +291,14 @@ begin
                         'list_fraction within [0, 1], max_drift at least 0'
             using errcode = 'SF003';
     end if;
-    -- Fold pending deltas into one row per key (rows a concurrent writer has
-    -- not committed yet are invisible here and stay pending): known terms
-    -- updated, new ones inserted in key order. (One insert ... on conflict
-    -- took a speculative insertion per term: 2.5x slower on a first refresh,
-    -- which inserts every term.) The fold holds the collection's list lock,
-    -- so no other refresh inserts the same new terms meanwhile.
+    -- Fold pending deltas into one row per key, alone on the collection's list
+    -- lock from here to the end: chunk writers share it until they commit, so
+    -- the fold sees every writer's rows (under repeatable read, those in the
+    -- transaction's snapshot), and no other refresh inserts the same new terms
+    -- meanwhile. Known terms updated (those whose counts cancel out left
+    -- alone), new ones inserted in key order: one insert ... on conflict took a
+    -- speculative insertion per term, 2.5x slower on a first refresh, which
+    -- inserts every term.
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
     with gone as (
         delete from sift.term_df_pending p
@@ -308,7 +311,7 @@ begin
     ), known as (
         update sift.term_df t set df = t.df + d.n
         from delta d
-        where t.collection_id = col.collection_id and t.lexeme = d.lexeme
+        where t.collection_id = col.collection_id and t.lexeme = d.lexeme and d.n <> 0
         returning t.lexeme, t.df
     ), fresh as (
         insert into sift.term_df (collection_id, lexeme, df)
@@ -334,10 +337,8 @@ begin
            coalesce(sum(g.deleted), 0), false
     from gone g;
 
-    -- Alone on the collection's list lock (taken above) from here: chunk
-    -- writers (who share it) wait until these lists are committed, so none
-    -- slips between snapshot and list. Every ledger row counts: writers that
-    -- committed before the lock left rows of their own.
+    -- Still alone on the list lock: chunk writers wait until these lists are
+    -- committed, so none slips between snapshot and list.
     select sum(s.tokens)::double precision / nullif(sum(s.chunks), 0), sum(s.chunks), sum(s.deleted)
     into avgdl, n_chunks, deleted
     from sift.collection_lexical_stats s where s.collection_id = col.collection_id;

@@ -470,7 +470,9 @@ def test_lists_built_in_one_sampled_pass_hold_each_terms_best_chunks(client, db)
     for lexeme, entries, above, at_or_above, df, listed_above in rows:
         # exactly the chunks above the floor are listed, at most list_size of them ...
         assert entries == above == listed_above and entries <= 30, lexeme
-        # ... and the floor is no higher than the 31st best: the list lost only ties at the floor
+        # ... and the floor is no higher than the 31st best: the list lost only ties at the floor.
+        # (At 300 chunks the sample is the whole collection, so the cutoff is exact; past 30,000
+        # a sampled cutoff may shorten a list, which the rule above still holds for.)
         assert at_or_above >= min(31, df), lexeme
-    assert sum(1 for r in rows if r[4] > 45) >= 30   # the head terms, cut by the sample
+    assert sum(1 for r in rows if r[4] > 45) >= 30   # the head terms, given cutoffs
     assert_oracle(client, db, col, rng, 10)

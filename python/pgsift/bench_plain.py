@@ -21,9 +21,9 @@ from typing import Any
 
 import psycopg
 
-from . import bench_peers
+from . import bench_peers, vectors
 from . import queries as q
-from .models import Document, vector_text
+from .models import Document
 from .schema import with_vector_schema
 
 # COPY binary of rows [start, start + count) as (document_id, ordinal, content, embedding): the
@@ -54,27 +54,38 @@ def bulk(conn: psycopg.Connection[Any], source: Source, chunks: int, *, dims: in
     conn.execute(_sql(conn, q.PLAIN_HNSW, dims))
     index_s = time.perf_counter() - t0
     conn.execute(q.PLAIN_ANALYZE)
-    return {"plain_load_chunks_per_s": round(chunks / load_s, 1), "plain_load_s": round(load_s, 1),
-            "plain_hnsw_build_s": round(index_s, 1)}
+    return {"plain_load_chunks_per_s": round(chunks / load_s, 1), "plain_load_s": round(load_s, 2),
+            "plain_hnsw_build_s": round(index_s, 2)}
+
+
+def _adapt(conn: psycopg.Connection[Any]) -> None:
+    """Vectors in binary on this connection, as the client sends them (vectors.register)."""
+    if not vectors.adapted(conn):
+        row = conn.execute(q.VECTOR_TYPES).fetchone()
+        if row is None:
+            raise bench_peers.PeersUnavailable("pgvector is not installed in this database")
+        vectors.register(conn, (row[0], row[1]))
 
 
 def live(conn: psycopg.Connection[Any], documents: Sequence[Document], *, first_id: int,
          batch_documents: int) -> dict[str, Any]:
-    """Write ``documents`` into the loaded plain table as upsert_documents writes them
-    (ids from ``first_id``); return chunks per second, then delete them again."""
+    """Write ``documents`` into the loaded plain table as upsert_documents writes pgsift's
+    (ids from ``first_id``): ``batch_documents`` a transaction, their old rows deleted, the
+    new inserted by one statement of arrays with the vectors in binary (so a second call
+    replaces them); return chunks per second."""
+    _adapt(conn)
     t0 = time.perf_counter()
     chunks = 0
     for start in range(0, len(documents), batch_documents):
         part = documents[start:start + batch_documents]
         ids = list(range(first_id + start, first_id + start + len(part)))
-        rows = [(d, i, c.content, vector_text(c.embedding))
+        rows = [(d, i, c.content, vectors.vec(c.embedding))
                 for d, doc in zip(ids, part, strict=True) for i, c in enumerate(doc.chunks)]
         chunks += len(rows)
         with conn.transaction():
             conn.execute(q.PLAIN_DELETE, {"ids": ids})
-            conn.execute(_sql(conn, q.PLAIN_INSERT, 0), {
+            conn.execute(q.PLAIN_INSERT, {
                 "doc": [r[0] for r in rows], "ordinal": [r[1] for r in rows],
                 "content": [r[2] for r in rows], "embedding": [r[3] for r in rows]})
     seconds = time.perf_counter() - t0
-    conn.execute(q.PLAIN_DELETE, {"ids": list(range(first_id, first_id + len(documents)))})
     return {"plain_live_chunks_per_s": round(chunks / seconds, 1)}

@@ -34,7 +34,7 @@ DIMS = 384
 VOCAB = 500_000          # Zipf-Mandelbrot over a finite vocabulary: P(r) ~ (r + 2.7)^-1.1
 ZIPF_S, ZIPF_Q = 1.1, 2.7
 CHUNKS_PER_DOC = 20
-BATCH_CHUNKS = 10_000    # chunks per COPY (one transaction, one statistics row)
+BATCH_CHUNKS = 10_000    # chunks per COPY (one transaction, one statistics row); whole documents
 COLLECTION = "scale"
 
 
@@ -331,7 +331,7 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"plain table, same rows (tsvector + GIN live, HNSW after): COPY "
                      f"{result['plain_load_chunks_per_s']:,} chunks/s ({result['plain_load_s']} s), HNSW build "
                      f"{result['plain_hnsw_build_s']} s; end to end {plain:,.0f} s"
-                     + (f" (pgsift {total / plain:.2f}x)" if "load_s" in result else ""))
+                     + (f" (pgsift {total / plain:.2f}x)" if "load_s" in result and plain > 0 else ""))
     if "client_ingest_chunks_per_s" in result:
         line = (f"Client.upsert_documents onto it (lists maintained, refresh included): "
                 f"{result['client_ingest_chunks_per_s']:,} chunks/s")

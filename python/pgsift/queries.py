@@ -738,8 +738,7 @@ PLAIN_ANALYZE = "vacuum analyze pgsift_peers.plain_chunks"
 PLAIN_DELETE = "delete from pgsift_peers.plain_chunks where document_id = any (%(ids)s::bigint[])"
 PLAIN_INSERT = """
 insert into pgsift_peers.plain_chunks (document_id, ordinal, content, embedding)
-select * from unnest(%(doc)s::bigint[], %(ordinal)s::integer[], %(content)s::text[],
-                     %(embedding)s::text[]::@extschema:vector@.vector[])
+select * from unnest(%(doc)s::bigint[], %(ordinal)s::integer[], %(content)s::text[], %(embedding)b)
 """
 PEERS_COUNT = "select count(*) from pgsift_peers.chunks"
 PEERS_GET_EF_SEARCH = "select pg_catalog.current_setting('hnsw.ef_search', true)"
