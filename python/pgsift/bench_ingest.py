@@ -119,11 +119,9 @@ def run_transfer(conn: psycopg.Connection[Any], count: int = 5000, dims: int = 3
     rng = np.random.default_rng(0)
     values = rng.normal(size=(count, dims)).astype(np.float32)
     values /= np.linalg.norm(values, axis=1, keepdims=True)
-    oids = conn.execute(queries.VECTOR_TYPES, prepare=False).fetchone()
     schema = conn.execute(queries.VECTOR_SCHEMA, prepare=False).fetchone()
-    if oids is None or schema is None:
+    if schema is None or not vectors.adapt(conn):
         raise ValueError("pgvector is not installed in this database")
-    vectors.register(conn, (oids[0], oids[1]))
     text_query = queries.BENCH_TRANSFER_TEXT.replace("{vector}", f"{schema[0]}.vector")
     times: dict[str, list[float]] = {"text": [], "binary": []}
     for _ in range(repeats):

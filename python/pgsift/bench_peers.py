@@ -57,6 +57,11 @@ def _ours(conn: psycopg.Connection[Any]) -> bool:
     return bool(mark and mark[0] == q.PEERS_MARK)
 
 
+def render(statement: str, schema: str, dims: int) -> bytes:
+    """A benchmark statement with pgvector's schema and the vector size written in."""
+    return with_vector_schema(statement.replace("{dims}", str(int(dims))), schema).encode()
+
+
 def _check_ours(conn: psycopg.Connection[Any]) -> None:
     if not _ours(conn):
         raise PeersUnavailable("a schema pgsift_peers exists that the benchmark did not make; left alone")
@@ -85,9 +90,8 @@ def install(conn: psycopg.Connection[Any], collection: str, dims: int, *, copy: 
         raise PeersUnavailable(f"no collection {collection!r}")
 
     def text(statement: str) -> bytes:
-        return with_vector_schema(statement.replace("{dims}", str(int(dims)))
-                                  .replace("{collection_id}", str(int(collection_id)))
-                                  .replace("{semantic}", "<#>" if copy else "<=>"), schema).encode()
+        return render(statement.replace("{collection_id}", str(int(collection_id)))
+                      .replace("{semantic}", "<#>" if copy else "<=>"), schema, dims)
 
     with conn.transaction():
         reset(conn)

@@ -24,23 +24,18 @@ import psycopg
 from . import bench_peers, vectors
 from . import queries as q
 from .models import Document
-from .schema import with_vector_schema
 
 # COPY binary of rows [start, start + count) as (document_id, ordinal, content, embedding): the
 # same rows pgsift's load wrote, in the same format (bench_scale.copy_rows).
 Source = Callable[[int, int], bytes]
 
 
-def _sql(conn: psycopg.Connection[Any], statement: str, dims: int) -> bytes:
-    return with_vector_schema(statement.replace("{dims}", str(int(dims))),
-                              bench_peers.vector_schema(conn)).encode()
-
-
 def bulk(conn: psycopg.Connection[Any], source: Source, chunks: int, *, dims: int, batch: int) -> dict[str, Any]:
     """Make the plain table and COPY ``chunks`` rows into it, ``batch`` a transaction,
     then build its HNSW index; return both times."""
     bench_peers.reset(conn)
-    conn.execute(_sql(conn, q.PLAIN_TABLE, dims))
+    schema = bench_peers.vector_schema(conn)
+    conn.execute(bench_peers.render(q.PLAIN_TABLE, schema, dims))
     for statement in q.PLAIN_INDEXES:
         conn.execute(statement)
     t0 = time.perf_counter()
@@ -51,20 +46,11 @@ def bulk(conn: psycopg.Connection[Any], source: Source, chunks: int, *, dims: in
     load_s = time.perf_counter() - t0
     conn.execute(q.BENCH_MAINTENANCE_WORK_MEM)
     t0 = time.perf_counter()
-    conn.execute(_sql(conn, q.PLAIN_HNSW, dims))
+    conn.execute(bench_peers.render(q.PLAIN_HNSW, schema, dims))
     index_s = time.perf_counter() - t0
     conn.execute(q.PLAIN_ANALYZE)
     return {"plain_load_chunks_per_s": round(chunks / load_s, 1), "plain_load_s": round(load_s, 2),
             "plain_hnsw_build_s": round(index_s, 2)}
-
-
-def _adapt(conn: psycopg.Connection[Any]) -> None:
-    """Vectors in binary on this connection, as the client sends them (vectors.register)."""
-    if not vectors.adapted(conn):
-        row = conn.execute(q.VECTOR_TYPES).fetchone()
-        if row is None:
-            raise bench_peers.PeersUnavailable("pgvector is not installed in this database")
-        vectors.register(conn, (row[0], row[1]))
 
 
 def live(conn: psycopg.Connection[Any], documents: Sequence[Document], *, first_id: int,
@@ -73,7 +59,8 @@ def live(conn: psycopg.Connection[Any], documents: Sequence[Document], *, first_
     (ids from ``first_id``): ``batch_documents`` a transaction, their old rows deleted, the
     new inserted by one statement of arrays with the vectors in binary (so a second call
     replaces them); return chunks per second."""
-    _adapt(conn)
+    if not vectors.adapt(conn):   # vectors in binary, as the client sends them
+        raise bench_peers.PeersUnavailable("pgvector is not installed in this database")
     t0 = time.perf_counter()
     chunks = 0
     for start in range(0, len(documents), batch_documents):

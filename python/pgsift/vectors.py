@@ -24,6 +24,7 @@ from pgvector.psycopg.vector import VectorBinaryDumper
 from psycopg.adapt import Dumper
 from psycopg.types import TypeInfo
 
+from . import queries
 from .errors import InvalidArgument
 
 MAX_DIMS = 16000   # pgvector's limit for a stored vector
@@ -101,3 +102,15 @@ def register(conn: Any, oids: tuple[int, int]) -> None:
     conn.adapters.register_dumper(Vec, text)
     conn.adapters.register_dumper(Vec, binary)   # the last registered: what %s picks
     _ADAPTED.add(conn)
+
+
+def adapt(conn: psycopg.Connection[Any]) -> bool:
+    """Register Vec on a plain (sync) connection from the catalog, once; False when the
+    database has no pgvector. (The clients do this themselves, minding the transaction.)"""
+    if conn in _ADAPTED:
+        return True
+    row = conn.execute(queries.VECTOR_TYPES, prepare=False).fetchone()
+    if row is None:
+        return False
+    register(conn, (row[0], row[1]))
+    return True
