@@ -181,19 +181,21 @@ as $$
     -- Exact BM25 of the given chunks. The query's lexemes are picked out of the
     -- stored vector in one pass (every weight reset to D, the query's set to A,
     -- then only A kept): tf is the count of positions, the same count the
-    -- statistics use.
+    -- statistics use. Terms are summed bytewise, as the lists' sums are (float
+    -- addition depends on the order; a plan that sorts by chunk may reorder
+    -- them), so a chunk scores the same whichever path scored it.
     -- The chunks are fetched by id first (offset 0): left to itself, a generic
     -- plan ANDs the id lookup with the text index, which for common terms
     -- decodes every matching chunk's entry (~120 ms at a million chunks).
     select c.chunk_id,
            pg_catalog.sum(idfs[pg_catalog.array_position(terms, u.lexeme)]
                * sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
-                                   avgdl, k1, b)) as score
+                                   avgdl, k1, b) order by u.lexeme collate "C") as score
     from (select c.chunk_id, c.document_id, c.search_vector, c.lexical_length
           from sift.chunks c where c.chunk_id = any (ids) offset 0) c
     cross join lateral pg_catalog.unnest(pg_catalog.ts_filter(
         pg_catalog.setweight(pg_catalog.setweight(c.search_vector, 'D'), 'A', terms), '{a}')) u
-    where c.search_vector @@ match
+    where (match is null or c.search_vector @@ match)
       and (fpath is null
            or exists (select 1 from sift.documents d
                       where d.document_id = c.document_id
@@ -205,7 +207,7 @@ $$;
 comment on function sift._bm25_scores(bigint[], text[], double precision[], double precision,
     double precision, double precision, tsquery, jsonpath, integer) is
     'Internal: exact BM25 scores of a candidate set, best n first, metadata filter (sift.filter_path) '
-    'and match applied.';
+    'and match applied (match null: none to test; a chunk holding no term scores nothing anyway).';
 
 
 create or replace function sift._text_matches(collection_id bigint, query tsquery,
@@ -354,6 +356,14 @@ declare
     best       bigint[];
     scores     double precision[];
     proven     boolean := true;   -- false: the budget ran out before the top n was proven
+    by_lists   boolean := false;  -- true: answered from whole lists (the loop does not run)
+    live       bigint[];
+    -- Whether a chunk need only hold a term to match (no required phrase or
+    -- exclusion). Then match is not tested again in each stored vector (read
+    -- from its TOAST table once per test, ~5 us a chunk): a chunk holding none
+    -- of the terms scores nothing anyway.
+    plain      boolean := match = sift._tsquery_or(terms);
+    rematch    tsquery := case when plain then null else match end;
 begin
     select sum(s.chunks), sum(s.tokens)::double precision / nullif(sum(s.chunks), 0)
     into n_chunks, avgdl
@@ -410,12 +420,76 @@ begin
     select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
            array_agg(x.score order by x.score desc, x.chunk_id)
     into best, scores
-    from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, match, fpath, n) x;
+    from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, rematch, fpath, n) x;
     scored := rare_ids;
     -- Blocks per list the budget allows (reads restart from the top, so the
     -- rounds before the last add at most a third of it).
     max_depth := greatest(1, budget / (100 * greatest(1, cardinality(array_remove(t_listed, false)))));
     depth := least(depth, max_depth);
+
+    -- Whole lists: where every common term's list holds all its chunks (floor
+    -- 0: the term is in at most list_size chunks), the matching chunks number
+    -- at most lexical_exact_limit and a chunk need only hold a term to match
+    -- (no required phrase or exclusion), the lists are the postings: a chunk
+    -- holding no rare term scores the sum of its entries, exactly what its
+    -- stored vector gives (tf and dl as written; summed in the vector's
+    -- lexeme order, bytewise, so the float sums are the same too). No stored
+    -- vector is read; only whether the best chunks still exist (a deleted
+    -- chunk stays in its lists until they are rebuilt; a re-analysed one takes
+    -- its terms' lists with it) and pass the filter, best first, a batch at a time.
+    if true = any (t_listed) and df_sum <= exact_limit
+       and not exists (select 1 from unnest(t_listed, t_floor) u(listed, fl) where u.listed and u.fl > 0)
+       and plain then
+        by_lists := true;
+        with terms as (
+            select u.l, u.idf
+            from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
+            where u.listed
+        ), p as (
+            select tb.lexeme as l, unnest(tb.chunk_ids) as chunk_id, unnest(tb.tfs) as tf, unnest(tb.dls) as dl
+            from sift.term_blocks tb
+            where tb.collection_id = col.collection_id and tb.lexeme = any (array(select terms.l from terms))
+            union all
+            select d.lexeme, unnest(d.chunk_ids), unnest(d.tfs), unnest(d.dls)
+            from sift.term_deltas d
+            where d.collection_id = col.collection_id and d.lexeme = any (array(select terms.l from terms))
+        ), s as (
+            select p.chunk_id,
+                   sum(t.idf * sift._bm25_impact(p.tf, p.dl, avgdl, k1, b) order by p.l collate "C") as score
+            from p join terms t on t.l = p.l
+            left join unnest(scored) as done(chunk_id) on done.chunk_id = p.chunk_id
+            where done.chunk_id is null   -- those holding a rare term are scored already
+            group by p.chunk_id
+        )
+        select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
+               array_agg(s.score order by s.score desc, s.chunk_id)
+        into cand_ids, cand_ub
+        from s;
+        pos := 1;
+        while pos <= coalesce(cardinality(cand_ids), 0)
+              and (coalesce(cardinality(best), 0) < n or cand_ub[pos] > scores[n]
+                   or (cand_ub[pos] = scores[n] and cand_ids[pos] < best[n])) loop
+            live := array(select c.chunk_id from sift.chunks c
+                          where c.chunk_id = any (cand_ids[pos:pos + batch - 1])
+                            and (fpath is null
+                                 or exists (select 1 from sift.documents d
+                                            where d.document_id = c.document_id
+                                              and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true))));
+            select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
+                   array_agg(x.score order by x.score desc, x.chunk_id)
+            into best, scores
+            from (select z.chunk_id, z.score
+                  from (select * from unnest(best, scores) as y(chunk_id, score)
+                        union all
+                        select u.id, u.s
+                        from unnest(cand_ids[pos:pos + batch - 1], cand_ub[pos:pos + batch - 1]) as u(id, s)
+                        where u.id = any (live)) z
+                  where z.chunk_id is not null
+                  order by z.score desc, z.chunk_id
+                  limit n) x;
+            pos := pos + batch;
+        end loop;
+    end if;
 
     -- Common terms: threshold algorithm over their impact lists. Read each list
     -- best-first to a depth (whole blocks, plus its delta); a chunk holding no
@@ -424,7 +498,7 @@ begin
     -- (its floor once the list is read to the end). Score exactly only the
     -- chunks whose bound can still beat the n-th best; read deeper until
     -- nothing unread can, or the budget is spent.
-    while true = any (t_listed) loop
+    while not by_lists and true = any (t_listed) loop
         with terms as (
             select u.l, u.idf, u.floor, u.drift
             from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
@@ -500,7 +574,7 @@ begin
                   from (select * from unnest(best, scores) as y(chunk_id, score)
                         union all
                         select * from sift._bm25_scores(cand_ids[pos:pos + batch - 1], t_lexeme,
-                                                        t_idf, avgdl, k1, b, match, fpath, n)) z
+                                                        t_idf, avgdl, k1, b, rematch, fpath, n)) z
                   where z.chunk_id is not null
                   order by z.score desc, z.chunk_id
                   limit n) x;
@@ -523,7 +597,7 @@ begin
                    array_agg(x.score order by x.score desc, x.chunk_id)
             into best, scores
             from sift._bm25_scores(sift._matching_chunks(col.collection_id, match, n_chunks),
-                                   t_lexeme, t_idf, avgdl, k1, b, match, fpath, n) x;
+                                   t_lexeme, t_idf, avgdl, k1, b, rematch, fpath, n) x;
         else
             -- Otherwise the best of what was read and scored: bounded cost,
             -- exact scores for every chunk returned, and said to be unproven.

@@ -476,3 +476,77 @@ def test_lists_built_in_one_sampled_pass_hold_each_terms_best_chunks(client, db)
         assert at_or_above >= min(31, df), lexeme
     assert sum(1 for r in rows if r[4] > 45) >= 30   # the head terms, given cutoffs
     assert_oracle(client, db, col, rng, 10)
+
+
+def test_whole_lists_score_without_reading_stored_vectors(client, db):
+    """Where every common term's list holds all its chunks (floor 0) and few chunks match,
+    the leg sums list entries instead of reading each chunk's stored vector: the same
+    chunks, bit for bit the same scores (so ties break alike), deleted chunks and the
+    filter checked a batch at a time."""
+    rng = np.random.default_rng(22)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    docs = corpus(rng, 400)
+    for i, doc in enumerate(docs):
+        doc.metadata = {"half": i % 2}
+    client.upsert_documents("c", docs)
+    build_lists(db, 1000)   # longer than any term's chunks: every list is whole
+    assert db.execute("select count(*), max(floor_impact) from sift.term_lists").fetchone()[0] > 10
+    assert db.execute("select max(floor_impact) from sift.term_lists").fetchone()[0] == 0
+    listed = {r[0] for r in db.execute("select lexeme from sift.term_lists")}
+
+    def exhaustive(text: str, fpath: str | None = None) -> list[tuple[int, float]]:
+        """The exhaustive path's scores (stored vectors, sift._bm25_scores), best first."""
+        terms = sorted(query_terms(db, text))
+        n_chunks, avgdl = db.execute(
+            "select sum(chunks)::float8, sum(tokens)::float8 / sum(chunks) from sift.collection_lexical_stats "
+            "where collection_id = %s", [col.collection_id]).fetchone()
+        idfs = [r[0] for r in db.execute(   # as the leg takes them: folded counts and those pending
+            "select ln(1 + (%(n)s - d.df + 0.5) / (d.df + 0.5)) from unnest(%(t)s::text[]) with ordinality q(l, o), "
+            "lateral (select coalesce((select df from sift.term_df t where t.lexeme = q.l), 0) + coalesce(("
+            "select sum(p.counts[array_position(p.lexemes, q.l)]) from sift.term_df_pending p), 0) as df) d "
+            "order by q.o", {"n": n_chunks, "t": terms})]
+        k1, b = k1_b(col)
+        return [tuple(r) for r in db.execute(
+            "select x.chunk_id, x.score from sift._bm25_scores("
+            "array(select chunk_id from sift.chunks where collection_id = %(c)s), %(t)s, %(i)s, %(a)s, "
+            "%(k1)s, %(b)s, sift._tsquery_or(%(t)s), %(f)s::jsonpath, 100000) x",
+            {"c": col.collection_id, "t": terms, "i": idfs, "a": avgdl, "k1": k1, "b": b, "f": fpath})]
+
+    queries = [" ".join(VOCAB[i] for i in rng.choice(12, size=int(rng.integers(2, 5)), replace=False))
+               for _ in range(12)]
+    for text in queries:
+        assert set(query_terms(db, text)) <= listed
+        want = exhaustive(text)
+        for n in (1, 10, 40):
+            # equal floats, not approximately equal: the sums run in the same order
+            assert lexical_leg(client, "c", text, n) == want[:n]
+        half = exhaustive(text, 'strict $.half == 1')
+        assert lexical_leg(client, "c", text, 10, filter={"half": 1}) == half[:10]
+
+    # The lists are the source: a doctored entry shows through (and nothing else reads them so).
+    text = queries[0]
+    top, score = exhaustive(text)[0]
+    lexeme = sorted(query_terms(db, text))[0]
+    doctored = ("update sift.term_blocks set tfs[array_position(chunk_ids, %(c)s)] = %(tf)s "
+                "where lexeme = %(l)s and %(c)s = any (chunk_ids)")
+    tf = db.execute("select tfs[array_position(chunk_ids, %s)] from sift.term_blocks where lexeme = %s "
+                    "and %s = any (chunk_ids)", [top, lexeme, top]).fetchone()
+    assert tf is not None
+    db.execute(doctored, {"c": top, "tf": tf[0] + 50, "l": lexeme})
+    assert lexical_leg(client, "c", text, 1)[0][1] > score
+    # a required phrase is checked in each chunk's vector: the exhaustive path, not the lists
+    phrase = client.search("c", f'"{lexeme}" {text}', top_k=40, quoted_text="require")
+    assert [(h.chunk_id, h.lexical_score) for h in phrase] == [
+        (c, s) for c, s in exhaustive(text) if c in {h.chunk_id for h in phrase}]
+    db.execute(doctored, {"c": top, "tf": tf[0], "l": lexeme})
+
+    # Deleted chunks stay in their lists until a rebuild: more than a batch of the best gone,
+    # the next batches are read.
+    dead = [c for c, _ in exhaustive(text)[:70]]
+    db.execute("delete from sift.chunks where chunk_id = any(%s)", [dead])
+    assert db.execute("select count(*) from sift.term_blocks where chunk_ids && %s::bigint[]",
+                      [dead]).fetchone()[0] > 0
+    oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
+    for n in (1, 10, 40):
+        assert_same_top(lexical_leg(client, "c", text, n), oracle, n)
+    assert lexical_leg(client, "c", text, 40) == exhaustive(text)[:40]
