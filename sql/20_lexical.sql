@@ -357,7 +357,6 @@ declare
     scores     double precision[];
     proven     boolean := true;   -- false: the budget ran out before the top n was proven
     by_lists   boolean := false;  -- true: answered from whole lists (the loop does not run)
-    live       bigint[];
     -- Whether a chunk need only hold a term to match (no required phrase or
     -- exclusion). Then match is not tested again in each stored vector (read
     -- from its TOAST table once per test, ~5 us a chunk): a chunk holding none
@@ -436,7 +435,7 @@ begin
     -- lexeme order, bytewise, so the float sums are the same too). No stored
     -- vector is read; only whether the best chunks still exist (a deleted
     -- chunk stays in its lists until they are rebuilt; a re-analysed one takes
-    -- its terms' lists with it) and pass the filter, best first, a batch at a time.
+    -- its terms' lists with it) and pass the filter, best first, until n do.
     if true = any (t_listed) and df_sum <= exact_limit
        and not exists (select 1 from unnest(t_listed, t_floor) u(listed, fl) where u.listed and u.fl > 0)
        and plain then
@@ -461,34 +460,24 @@ begin
             where done.chunk_id is null   -- those holding a rare term are scored already
             group by p.chunk_id
         )
-        select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
-               array_agg(s.score order by s.score desc, s.chunk_id)
-        into cand_ids, cand_ub
-        from s;
-        pos := 1;
-        while pos <= coalesce(cardinality(cand_ids), 0)
-              and (coalesce(cardinality(best), 0) < n or cand_ub[pos] > scores[n]
-                   or (cand_ub[pos] = scores[n] and cand_ids[pos] < best[n])) loop
-            live := array(select c.chunk_id from sift.chunks c
-                          where c.chunk_id = any (cand_ids[pos:pos + batch - 1])
-                            and (fpath is null
-                                 or exists (select 1 from sift.documents d
-                                            where d.document_id = c.document_id
-                                              and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true))));
-            select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
-                   array_agg(x.score order by x.score desc, x.chunk_id)
-            into best, scores
-            from (select z.chunk_id, z.score
-                  from (select * from unnest(best, scores) as y(chunk_id, score)
-                        union all
-                        select u.id, u.s
-                        from unnest(cand_ids[pos:pos + batch - 1], cand_ub[pos:pos + batch - 1]) as u(id, s)
-                        where u.id = any (live)) z
-                  where z.chunk_id is not null
-                  order by z.score desc, z.chunk_id
-                  limit n) x;
-            pos := pos + batch;
-        end loop;
+        -- The best sums first, each checked only until n pass (the check is
+        -- a subquery per row, so it is never hashed against every chunk).
+        select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
+               array_agg(x.score order by x.score desc, x.chunk_id)
+        into best, scores
+        from (select * from unnest(best, scores) as y(chunk_id, score)
+              union all
+              (select o.chunk_id, o.score
+               from (select s.chunk_id, s.score from s order by s.score desc, s.chunk_id offset 0) o
+               where (select true from sift.chunks c
+                      where c.chunk_id = o.chunk_id
+                        and (fpath is null
+                             or exists (select 1 from sift.documents d
+                                        where d.document_id = c.document_id
+                                          and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true))))
+               limit n)
+              order by 2 desc, 1
+              limit n) x;
     end if;
 
     -- Common terms: threshold algorithm over their impact lists. Read each list
