@@ -257,6 +257,26 @@ comment on function sift._gather_list_entries(bigint, double precision) is
     'one sampled pass, whichever reads less.';
 
 
+create or replace function sift._clean_text_index()
+returns bigint
+language plpgsql volatile security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- GIN keeps newly written entries in a pending list (up to
+    -- gin_pending_list_limit, 4 MB by default) that every probe of the index
+    -- reads whole: ~1.4 ms a lexical search per 100 pages, 147 pages after
+    -- loading SciFact. Moving them into the index takes its owner. No
+    -- argument: it cleans the one text index, whoever calls it.
+    return pg_catalog.gin_clean_pending_list('sift.chunks_search_vector_idx'::pg_catalog.regclass);
+end;
+$$;
+comment on function sift._clean_text_index() is
+    'Internal: moves the text index''s pending entries into the index (gin_clean_pending_list), so '
+    'searches stop reading them one by one. Security definer (only the index''s owner may); run by '
+    'sift.refresh_lexical_stats; writers only.';
+
+
 create or replace function sift.refresh_lexical_stats(
     collection   text,
     min_df       integer default 100,
@@ -397,6 +417,10 @@ begin
     cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
     where p.collection_id = col.collection_id;
     built := built + sift._write_lists(col.collection_id);
+    -- The chunks just written wait in the text index's pending list, which
+    -- every search would read whole: into the index with them (the work GIN
+    -- would do at its next flush, at this batch's size).
+    perform sift._clean_text_index();
     return query select folded, built;
 end;
 $$;
@@ -406,7 +430,8 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
     'least min_df chunks; rebuilds lists whose k1, b or reference avgdl no longer hold or that '
     'deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
-    'list deltas of max(100, a quarter of the list) chunks or more. Cheap when little changed; '
+    'list deltas of max(100, a quarter of the list) chunks or more; moves the text index''s '
+    'pending entries into it (sift._clean_text_index). Cheap when little changed; '
     'the Python client runs it after every upsert_documents and delete_document. Writes; '
     'returns lists built or merged.';
 

@@ -149,13 +149,16 @@ revoke all on all functions in schema sift from public;
 -- do is decided by the table grants and policies below, not by EXECUTE.
 grant execute on all functions in schema sift to sift_reader, sift_gateway;
 -- Of the security definer functions, those that build or drop an index as the
--- table's owner are for collection admins (sift._text_matches checks its caller itself).
+-- table's owner are for collection admins (sift._text_matches checks its caller itself)
 revoke execute on function sift._ensure_dense_index(integer, sift.distance, boolean)
     from sift_reader, sift_gateway;
 grant execute on function sift._ensure_dense_index(integer, sift.distance, boolean) to sift_admin;
 revoke execute on function sift._ensure_space_index(bigint, name), sift._drop_orphan_indexes(text)
     from sift_reader, sift_gateway;
 grant execute on function sift._ensure_space_index(bigint, name), sift._drop_orphan_indexes(text) to sift_admin;
+-- and the one that cleans the text index's pending list is for writers (refresh runs it).
+revoke execute on function sift._clean_text_index() from sift_reader, sift_gateway;
+grant execute on function sift._clean_text_index() to sift_writer;
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
     sift.vector_spaces, sift.chunk_vectors, sift.chunk_tokens, sift.chunk_token_sizes,

@@ -370,13 +370,15 @@ def test_every_function_states_its_volatility(db):
         assert {codes[d["volatility"].sval] for d in declared[name]} == {provolatile}, sig
 
 
-def test_only_five_functions_are_security_definer(db):
+def test_only_six_functions_are_security_definer(db):
     # The index builders and the dropper of orphaned own indexes (only the owner may index the
-    # shared tables), the text-index probe (row-level security keeps the index out of reach)
-    # and the cursor signer (no tenant reads the key); test_trust attacks the probe and the
-    # signer, and the index builder and dropper (tests/test_large_embeddings.py too).
+    # shared tables), the text-index probe (row-level security keeps the index out of reach),
+    # the cleaner of the text index's pending list (only the owner may; no argument) and the
+    # cursor signer (no tenant reads the key); test_trust attacks the probe and the signer, and
+    # the index builder and dropper (tests/test_large_embeddings.py too).
     definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == ["sift._cursor_sign(text,name)", "sift._drop_orphan_indexes(text)",
+    assert definers == ["sift._clean_text_index()", "sift._cursor_sign(text,name)",
+                        "sift._drop_orphan_indexes(text)",
                         "sift._ensure_dense_index(integer,sift.distance,boolean)",
                         "sift._ensure_space_index(bigint,name)", "sift._text_matches(bigint,tsquery,name)"]
 
@@ -386,6 +388,7 @@ def test_only_five_functions_are_security_definer(db):
             "from pg_proc p, aclexplode(p.proacl) a where p.proname = %s", [name]).fetchone()[0]
     for builder in ("_ensure_dense_index", "_ensure_space_index", "_drop_orphan_indexes"):
         assert sorted(grantees(builder)) == ["postgres", "sift_admin"]   # owner and admins, not PUBLIC
+    assert sorted(grantees("_clean_text_index")) == ["postgres", "sift_writer"]
     assert sorted(grantees("_text_matches")) == ["postgres", "sift_gateway", "sift_reader"]
     assert sorted(grantees("_cursor_sign")) == ["postgres", "sift_gateway", "sift_reader"]
 

@@ -502,9 +502,39 @@ def test_a_role_without_grants_gets_nothing(db, connect_as):
                   "select sift.current_tenant()", "select * from sift.knobs()",
                   f"select sift._text_matches({col_id}, 'x'::tsquery)",
                   f"select sift._text_matches({col_id}, 'x'::tsquery, 'postgres')",
+                  "select sift._clean_text_index()",
                   "select sift._tenant_for('postgres')"):
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             nobody.execute(query)
+
+
+def test_only_writers_clean_the_text_index_and_their_refresh_does(db, connect_as):
+    """The text index's pending list (read whole by every probe) is emptied by a writer's
+    refresh, through a security definer with no argument; a reader may not call it."""
+    db.execute("create extension if not exists pgstattuple")
+    Client(db, tenant="acme").create_collection("c", embedding_dims=4)
+    db.execute("select sift.map_role('t_writer', 'acme')")
+    db.execute("select sift.map_role('t_reader', 'acme')")
+
+    def pending() -> int:
+        return db.execute("select pending_pages from pgstatginindex('sift.chunks_search_vector_idx')").fetchone()[0]
+
+    wconn = connect_as("t_writer")
+    writer = Client(wconn)
+    col_id = db.execute("select collection_id from sift.collections where name = 'c'").fetchone()[0]
+    for i in range(40):   # straight through SQL, as the writer: no refresh runs
+        with wconn.transaction():
+            doc = wconn.execute("insert into sift.documents (collection_id, source_uri) values (%s, %s) "
+                                      "returning document_id", [col_id, f"raw-{i}"]).fetchone()[0]
+            wconn.execute("insert into sift.chunks (document_id, ordinal, content, embedding) "
+                                "values (%s, 0, %s, '[1,0,0,0]')", [doc, f"words {i} alpha bravo charlie"])
+    assert pending() > 0
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        connect_as("t_reader").execute("select sift._clean_text_index()")
+    assert pending() > 0
+    writer.upsert_documents("c", random_documents(np.random.default_rng(3), 5, 4))   # then refreshes
+    assert pending() == 0
+    assert [h.chunk_id for h in writer.search("c", "alpha", top_k=50)]   # the moved entries still match
 
 
 # -- search_path: nothing planted is ever called ----------------------------------------------
