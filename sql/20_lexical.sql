@@ -460,8 +460,10 @@ begin
             where done.chunk_id is null   -- those holding a rare term are scored already
             group by p.chunk_id
         )
-        -- The best sums first, each checked only until n pass (the check is
-        -- a subquery per row, so it is never hashed against every chunk).
+        -- The best sums first, each checked only until n pass: the check is a
+        -- subquery per row (so it is never hashed against every chunk), and
+        -- the fenced, ordered subquery (offset 0) hands the limit its rows in
+        -- that order.
         select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
                array_agg(x.score order by x.score desc, x.chunk_id)
         into best, scores
@@ -544,8 +546,9 @@ begin
         -- deeper is cheaper than scoring candidates that cannot all stay: in
         -- one step to the budget's depth (a list whose first blocks did not
         -- settle it is flat, and every round re-reads from the top). Known
-        -- sums only steer: a chunk deleted since its list was built still has
-        -- one; answers rest on exact scores.
+        -- sums only steer here: a chunk deleted since its list was built still
+        -- has one; answers rest on exact scores (or, on the whole-lists path
+        -- above, on sums of whole lists for chunks checked to exist).
         if deeper and bound > coalesce(floor_known, 0) then
             depth := max_depth;
             continue;
@@ -611,7 +614,9 @@ comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, 
     'top n is provably exact (threshold algorithm). Cost is bounded: about the lexical_budget '
     'knob''s postings (3,000) are read and at most max(4n, 100) chunks scored; if that cannot '
     'prove the top n, every matching chunk is scored when the terms'' chunk counts sum to at most '
-    'the lexical_exact_limit knob (3,000), else the best chunks found are returned, each with '
+    'the lexical_exact_limit knob (3,000) (from the lists alone where every common term''s list '
+    'holds all its chunks and holding a term is enough to match), else the best chunks found are '
+    'returned, each with '
     'its exact score and exact false on every row (one row of nulls when none passed). In '
     'quoted_text boost mode a chunk of that top n holding a quoted phrase '
     'scores x2 (lift) and one holding a -word x0.5 (sink), and the n are ranked again.';

@@ -258,7 +258,7 @@ comment on function sift._gather_list_entries(bigint, double precision) is
 
 
 create or replace function sift._clean_text_index()
-returns bigint
+returns void
 language plpgsql volatile security definer
 set search_path = pg_catalog, pg_temp
 as $$
@@ -267,13 +267,27 @@ begin
     -- gin_pending_list_limit, 4 MB by default) that every probe of the index
     -- reads whole: ~1.4 ms a lexical search per 100 pages, 147 pages after
     -- loading SciFact. Moving them into the index takes its owner. No
-    -- argument: it cleans the one text index, whoever calls it.
-    return pg_catalog.gin_clean_pending_list('sift.chunks_search_vector_idx'::pg_catalog.regclass);
+    -- argument: it cleans the one text index, whoever calls it; nothing
+    -- comes back (how much was pending would say how much all tenants wrote).
+    -- One cleaner at a time, and none waits for another: the index is shared,
+    -- so a refresh queued behind another tenant's cleanup would hold its own
+    -- collection's writers meanwhile; the running one moves what is there.
+    if not pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended('pgsift.clean_text_index', 0)) then
+        return;
+    end if;
+    -- An upkeep step never fails the write it follows (the index renamed,
+    -- replaced or no longer this function's owner's): it says so and skips.
+    begin
+        perform pg_catalog.gin_clean_pending_list('sift.chunks_search_vector_idx'::pg_catalog.regclass);
+    exception when others then
+        raise warning 'pgsift: the text index''s pending list was not cleaned: %', sqlerrm;
+    end;
 end;
 $$;
 comment on function sift._clean_text_index() is
     'Internal: moves the text index''s pending entries into the index (gin_clean_pending_list), so '
-    'searches stop reading them one by one. Security definer (only the index''s owner may); run by '
+    'searches stop reading them one by one; skips when another session is cleaning, and warns '
+    'instead of failing. Security definer (only the index''s owner may); run by '
     'sift.refresh_lexical_stats; writers only.';
 
 

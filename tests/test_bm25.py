@@ -481,8 +481,9 @@ def test_lists_built_in_one_sampled_pass_hold_each_terms_best_chunks(client, db)
 def test_whole_lists_score_without_reading_stored_vectors(client, db):
     """Where every common term's list holds all its chunks (floor 0) and few chunks match,
     the leg sums list entries instead of reading each chunk's stored vector: the same
-    chunks, bit for bit the same scores (so ties break alike), deleted chunks and the
-    filter checked a batch at a time."""
+    chunks, bit for bit the same scores (so ties break alike), with terms too rare for a list
+    scored from their vectors beside it, entries waiting in deltas, a -word lowering the top n,
+    and deleted chunks and the filter checked best first until n pass."""
     rng = np.random.default_rng(22)
     col = client.create_collection("c", embedding_dims=DIMS)
     docs = corpus(rng, 400)
@@ -514,14 +515,34 @@ def test_whole_lists_score_without_reading_stored_vectors(client, db):
 
     queries = [" ".join(VOCAB[i] for i in rng.choice(12, size=int(rng.integers(2, 5)), replace=False))
                for _ in range(12)]
-    for text in queries:
-        assert set(query_terms(db, text)) <= listed
-        want = exhaustive(text)
-        for n in (1, 10, 40):
-            # equal floats, not approximately equal: the sums run in the same order
-            assert lexical_leg(client, "c", text, n) == want[:n]
-        half = exhaustive(text, 'strict $.half == 1')
-        assert lexical_leg(client, "c", text, 10, filter={"half": 1}) == half[:10]
+    # and with a term too rare for a list (its chunks scored from their vectors, the rest summed)
+    rare = [r[0] for r in db.execute("select t.lexeme from sift.term_df t where not exists ("
+                                     "select 1 from sift.term_lists l where l.lexeme = t.lexeme) "
+                                     "order by t.df desc, t.lexeme limit 6")]
+    with_rare = [f"{q} {r}" for q, r in zip(queries, rare)]
+    assert len(with_rare) == 6 and all(set(query_terms(db, t)) - listed for t in with_rare)
+
+    def assert_as_exhaustive(texts: list[str]) -> None:
+        for text in texts:
+            want = exhaustive(text)
+            for n in (1, 10, 40):
+                # equal floats, not approximately equal: the sums run in the same order
+                assert lexical_leg(client, "c", text, n) == want[:n]
+            half = exhaustive(text, 'strict $.half == 1')
+            assert lexical_leg(client, "c", text, 10, filter={"half": 1}) == half[:10]
+
+    assert all(set(query_terms(db, t)) <= listed for t in queries)
+    assert_as_exhaustive(queries + with_rare)
+
+    # A -word (boost mode) lowers the chunks of the leg's top n (fetch_k, 40) that hold it, which
+    # are ranked again.
+    text, sink = queries[0], next(w for w in VOCAB[:12] if w not in queries[0].split())
+    best = exhaustive(text)[:col.settings["fetch_k"]]
+    holding = {r[0] for r in db.execute("select chunk_id from sift.chunks where search_vector @@ %s::tsquery",
+                                        [sink])}
+    lowered = sorted(((c, s * 0.5 if c in holding else s) for c, s in best), key=lambda cs: (-cs[1], cs[0]))
+    assert holding & {c for c, _ in best[:10]}
+    assert lexical_leg(client, "c", f"{text} -{sink}", 10) == lowered[:10]
 
     # The lists are the source: a doctored entry shows through (and nothing else reads them so).
     text = queries[0]
@@ -540,8 +561,12 @@ def test_whole_lists_score_without_reading_stored_vectors(client, db):
         (c, s) for c, s in exhaustive(text) if c in {h.chunk_id for h in phrase}]
     db.execute(doctored, {"c": top, "tf": tf[0], "l": lexeme})
 
-    # Deleted chunks stay in their lists until a rebuild: more than a batch of the best gone,
-    # the next batches are read.
+    # Chunks written since the lists were built wait in their deltas (floor 0: every one), read whole.
+    write_chunks(db, rng, col.collection_id, 30, 40, "late")
+    assert db.execute("select sum(cardinality(chunk_ids)) from sift.term_deltas").fetchone()[0] >= 30
+    assert_as_exhaustive(queries[:4] + with_rare[:2])
+
+    # Deleted chunks stay in their lists until a rebuild: the 70 best gone, the next are checked.
     dead = [c for c, _ in exhaustive(text)[:70]]
     db.execute("delete from sift.chunks where chunk_id = any(%s)", [dead])
     assert db.execute("select count(*) from sift.term_blocks where chunk_ids && %s::bigint[]",

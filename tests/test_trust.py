@@ -535,6 +535,16 @@ def test_only_writers_clean_the_text_index_and_their_refresh_does(db, connect_as
     writer.upsert_documents("c", random_documents(np.random.default_rng(3), 5, 4))   # then refreshes
     assert pending() == 0
     assert [h.chunk_id for h in writer.search("c", "alpha", top_k=50)]   # the moved entries still match
+    # An upkeep step never fails the write it follows: with the index out of its reach, it warns.
+    notices: list[str] = []
+    wconn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    db.execute("alter index sift.chunks_search_vector_idx rename to chunks_text_elsewhere")
+    try:
+        writer.upsert_documents("c", random_documents(np.random.default_rng(4), 2, 4, prefix="late"))
+    finally:
+        db.execute("alter index sift.chunks_text_elsewhere rename to chunks_search_vector_idx")
+    assert any("pending list was not cleaned" in n for n in notices)
+    assert len(writer.search("c", "late", top_k=50)) > 0
 
 
 # -- search_path: nothing planted is ever called ----------------------------------------------
