@@ -210,6 +210,26 @@ comment on function sift._bm25_scores(bigint[], text[], double precision[], doub
     'and match applied (match null: none to test; a chunk holding no term scores nothing anyway).';
 
 
+create or replace function sift._list_entries(collection_id bigint, lexemes text[], depth integer)
+returns table (lexeme text, chunk_id bigint, tf real, dl integer)
+language sql stable security invoker
+as $$
+    -- Not pinned, so it inlines into the leg's statements (planned with the
+    -- leg's pinned path); every name in it is qualified.
+    select tb.lexeme, pg_catalog.unnest(tb.chunk_ids), pg_catalog.unnest(tb.tfs), pg_catalog.unnest(tb.dls)
+    from sift.term_blocks tb
+    where tb.collection_id = _list_entries.collection_id and tb.block_no < depth
+      and tb.lexeme = any (lexemes)
+    union all
+    select d.lexeme, pg_catalog.unnest(d.chunk_ids), pg_catalog.unnest(d.tfs), pg_catalog.unnest(d.dls)
+    from sift.term_deltas d
+    where d.collection_id = _list_entries.collection_id and d.lexeme = any (lexemes)
+$$;
+comment on function sift._list_entries(bigint, text[], integer) is
+    'Internal: the impact-list entries (tf, dl) of these terms in a collection: their first depth '
+    'blocks and their whole deltas.';
+
+
 create or replace function sift._text_matches(collection_id bigint, query tsquery,
                                               acting_role name default current_user)
 returns bigint[]
@@ -337,6 +357,7 @@ declare
     t_lexeme   text[];
     t_idf      double precision[];
     t_listed   boolean[];
+    t_common   text[];    -- the terms read from lists (t_listed)
     t_floor    double precision[];
     t_drift    double precision[];
     df_sum     double precision;
@@ -423,7 +444,8 @@ begin
     scored := rare_ids;
     -- Blocks per list the budget allows (reads restart from the top, so the
     -- rounds before the last add at most a third of it).
-    max_depth := greatest(1, budget / (100 * greatest(1, cardinality(array_remove(t_listed, false)))));
+    t_common := array(select u.l from unnest(t_lexeme, t_listed) u(l, listed) where u.listed);
+    max_depth := greatest(1, budget / (100 * greatest(1, cardinality(t_common))));
     depth := least(depth, max_depth);
 
     -- Whole lists: where every common term's list holds all its chunks (floor
@@ -445,13 +467,8 @@ begin
             from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
             where u.listed
         ), p as (
-            select tb.lexeme as l, unnest(tb.chunk_ids) as chunk_id, unnest(tb.tfs) as tf, unnest(tb.dls) as dl
-            from sift.term_blocks tb
-            where tb.collection_id = col.collection_id and tb.lexeme = any (array(select terms.l from terms))
-            union all
-            select d.lexeme, unnest(d.chunk_ids), unnest(d.tfs), unnest(d.dls)
-            from sift.term_deltas d
-            where d.collection_id = col.collection_id and d.lexeme = any (array(select terms.l from terms))
+            select e.lexeme as l, e.chunk_id, e.tf, e.dl
+            from sift._list_entries(col.collection_id, t_common, 2147483647) e
         ), s as (
             select p.chunk_id,
                    sum(t.idf * sift._bm25_impact(p.tf, p.dl, avgdl, k1, b) order by p.l collate "C") as score
@@ -495,17 +512,8 @@ begin
             from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
             where u.listed
         ), r as (
-            select x.l, x.chunk_id, x.tf, x.dl
-            from (select tb.lexeme as l, unnest(tb.chunk_ids) as chunk_id, unnest(tb.tfs) as tf,
-                         unnest(tb.dls) as dl
-                  from sift.term_blocks tb
-                  where tb.collection_id = col.collection_id and tb.block_no < depth
-                    and tb.lexeme = any (array(select terms.l from terms))) x
-            union all
-            select d.lexeme, unnest(d.chunk_ids), unnest(d.tfs), unnest(d.dls)
-            from sift.term_deltas d
-            where d.collection_id = col.collection_id
-              and d.lexeme = any (array(select terms.l from terms))
+            select e.lexeme as l, e.chunk_id, e.tf, e.dl
+            from sift._list_entries(col.collection_id, t_common, depth) e
         ), term_bound as (
             -- Unread chunks of a list score at most its next block's best
             -- impact (the floor past the end), times the avgdl drift since
