@@ -191,6 +191,10 @@ def test_bad_budget_knobs_are_refused_and_session_settings_ignored(client, db):
     assert info.value.knob == "lexical_budget"
     with pytest.raises(pgsift.InvalidKnob, match="JSON number"):
         client.search("c", "w000 w001", lexical_exact_limit="lots")
+    for bad in (-1, 2_000_000_001):
+        with pytest.raises(pgsift.InvalidKnob) as info:
+            client.search("c", "w000 w001", lexical_list_limit=bad)
+        assert info.value.knob == "lexical_list_limit"
     # The budget used to be a session setting: behind a transaction pooler one client's
     # garbage reached every other client's searches. It is a knob now; the old settings are
     # nothing pgsift reads.
@@ -555,6 +559,16 @@ def test_whole_lists_score_without_reading_stored_vectors(client, db):
     assert tf is not None
     db.execute(doctored, {"c": top, "tf": tf[0] + 50, "l": lexeme})
     assert lexical_leg(client, "c", text, 1)[0][1] > score
+    # lexical_list_limit, not lexical_exact_limit, bounds the path: past the exact limit the
+    # lists are still summed; past the list limit (or at 0) they are read by rounds and the
+    # top n scored from the stored vectors, so the doctored entry no longer shows.
+    matching = db.execute("select sum(df)::integer from sift.term_df where lexeme = any(%s)",
+                          [query_terms(db, text)]).fetchone()[0]
+    assert matching > 40
+    assert lexical_leg(client, "c", text, 1, lexical_exact_limit=0)[0][1] > score
+    assert lexical_leg(client, "c", text, 1, lexical_list_limit=matching)[0][1] > score
+    for list_limit in (matching - 1, 0):
+        assert lexical_leg(client, "c", text, 1, lexical_list_limit=list_limit) == [(top, score)]
     # a required phrase is checked in each chunk's vector: the exhaustive path, not the lists
     phrase = client.search("c", f'"{lexeme}" {text}', top_k=40, quoted_text="require")
     assert [(h.chunk_id, h.lexical_score) for h in phrase] == [

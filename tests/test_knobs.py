@@ -30,6 +30,7 @@ BAD = [
     ("dense_weight", 1.01),
     ("fetch_k", 1001),
     ("lexical_budget", 99),
+    ("lexical_list_limit", -1),
 ]
 
 
