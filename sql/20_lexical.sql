@@ -155,19 +155,34 @@ comment on function sift.lexical_query(text, regconfig, integer, text) is
     'Text past 100,000 characters is ignored.';
 
 
+create or replace function sift._bm25_part(
+    tf double precision, dl double precision, kp1 double precision, kb0 double precision,
+    kbl double precision)
+returns double precision
+language sql immutable parallel safe security invoker
+as $$
+    select tf * kp1 / (tf + (kb0 + kbl * dl))
+$$;
+comment on function sift._bm25_part(double precision, double precision, double precision,
+    double precision, double precision) is
+    'Internal: BM25''s term-frequency part from its constants kp1 = k1 + 1, kb0 = k1 (1 - b) and '
+    'kbl = k1 b / avgdl, computed once a query (every entry and vector scored with the same '
+    'operations, so a chunk scores the same float on every path). Not pinned so it inlines: its '
+    'body is double precision arithmetic only, which pg_catalog resolves first on any path.';
+
+
 create or replace function sift._bm25_impact(
     tf double precision, dl double precision, avgdl double precision,
     k1 double precision, b double precision)
 returns double precision
 language sql immutable parallel safe security invoker
 as $$
-    select tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    select sift._bm25_part(tf, dl, k1 + 1, k1 * (1 - b), k1 * b / avgdl)
 $$;
 comment on function sift._bm25_impact(double precision, double precision, double precision,
     double precision, double precision) is
-    'Internal: BM25''s term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)). '
-    'Not pinned so it inlines into the per-posting queries: its body is double precision '
-    'arithmetic only, which pg_catalog resolves first on any path.';
+    'Internal: BM25''s term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b) + k1 b dl / avgdl) '
+    '(sift._bm25_part). Not pinned so it inlines into the per-posting queries.';
 
 
 create or replace function sift._bm25_scores(
@@ -189,10 +204,11 @@ as $$
     -- decodes every matching chunk's entry (~120 ms at a million chunks).
     select c.chunk_id,
            pg_catalog.sum(idfs[pg_catalog.array_position(terms, u.lexeme)]
-               * sift._bm25_impact(pg_catalog.array_length(u.positions, 1), c.lexical_length,
-                                   avgdl, k1, b) order by u.lexeme collate "C") as score
-    from (select c.chunk_id, c.document_id, c.search_vector, c.lexical_length
-          from sift.chunks c where c.chunk_id = any (ids) offset 0) c
+               * sift._bm25_part(pg_catalog.array_length(u.positions, 1), c.lexical_length,
+                                 k.kp1, k.kb0, k.kbl) order by u.lexeme collate "C") as score
+    from (select k1 + 1 as kp1, k1 * (1 - b) as kb0, k1 * b / avgdl as kbl offset 0) k
+    cross join (select c.chunk_id, c.document_id, c.search_vector, c.lexical_length
+                from sift.chunks c where c.chunk_id = any (ids) offset 0) c
     cross join lateral pg_catalog.unnest(pg_catalog.ts_filter(
         pg_catalog.setweight(pg_catalog.setweight(c.search_vector, 'D'), 'A', terms), '{a}')) u
     where (match is null or c.search_vector @@ match)
@@ -382,6 +398,15 @@ declare
     scores     double precision[];
     proven     boolean := true;   -- false: the budget ran out before the top n was proven
     by_lists   boolean := false;  -- true: answered from whole lists (the loop does not run)
+    cap        integer;           -- whole lists: the best sums sorted (null: all)
+    passed     bigint;
+    l_best     bigint[];
+    l_scores   double precision[];
+    -- BM25's constants, once (sift._bm25_part; so they are not derived again
+    -- for every entry).
+    kp1        double precision := k1 + 1;
+    kb0        double precision := k1 * (1 - b);
+    kbl        double precision;
     -- Whether a chunk need only hold a term to match (no required phrase or
     -- exclusion). Then match is not tested again in each stored vector (read
     -- from its TOAST table once per test, ~5 us a chunk): a chunk holding none
@@ -396,6 +421,7 @@ begin
     if coalesce(n_chunks, 0) = 0 then
         return;
     end if;
+    kbl := k1 * b / avgdl;
 
     if scorer = 'ts_rank_cd' then
         select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
@@ -466,41 +492,55 @@ begin
        and not exists (select 1 from unnest(t_listed, t_floor) u(listed, fl) where u.listed and u.fl > 0)
        and plain then
         by_lists := true;
-        with terms as (
-            select u.l, u.idf
-            from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
-            where u.listed
-        ), p as (
-            select e.lexeme as l, e.chunk_id, e.tf, e.dl
-            from sift._list_entries(col.collection_id, t_common, 2147483647) e
-        ), s as (
-            select p.chunk_id,
-                   sum(t.idf * sift._bm25_impact(p.tf, p.dl, avgdl, k1, b) order by p.l collate "C") as score
-            from p join terms t on t.l = p.l
-            left join unnest(scored) as done(chunk_id) on done.chunk_id = p.chunk_id
-            where done.chunk_id is null   -- those holding a rare term are scored already
-            group by p.chunk_id
-        )
-        -- The best sums first, each checked only until n pass: the check is a
-        -- subquery per row (so it is never hashed against every chunk), and
-        -- the fenced, ordered subquery (offset 0) hands the limit its rows in
-        -- that order.
-        select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
-               array_agg(x.score order by x.score desc, x.chunk_id)
-        into best, scores
-        from (select * from unnest(best, scores) as y(chunk_id, score)
-              union all
-              (select o.chunk_id, o.score
-               from (select s.chunk_id, s.score from s order by s.score desc, s.chunk_id offset 0) o
-               where (select true from sift.chunks c
-                      where c.chunk_id = o.chunk_id
-                        and (fpath is null
-                             or exists (select 1 from sift.documents d
-                                        where d.document_id = c.document_id
-                                          and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true))))
-               limit n)
-              order by 2 desc, 1
-              limit n) x;
+        -- The best sums are sorted only as far as they are checked: the best
+        -- 4n (a bounded sort, not of every matching chunk) while no filter can
+        -- turn many of them away; all of them when fewer than n of those pass
+        -- (chunks deleted since the lists were built) or a filter is given.
+        cap := case when fpath is null then 4 * n end;
+        loop
+            with terms as (
+                select u.l, u.idf
+                from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
+                where u.listed
+            ), p as (
+                select e.lexeme as l, e.chunk_id, e.tf, e.dl
+                from sift._list_entries(col.collection_id, t_common, 2147483647) e
+            ), s as (
+                select p.chunk_id,
+                       sum(t.idf * sift._bm25_part(p.tf, p.dl, kp1, kb0, kbl) order by p.l collate "C") as score
+                from p join terms t on t.l = p.l
+                left join unnest(scored) as done(chunk_id) on done.chunk_id = p.chunk_id
+                where done.chunk_id is null   -- those holding a rare term are scored already
+                group by p.chunk_id
+            ), l as materialized (
+                -- The best sums first, each checked only until n pass: the check
+                -- is a subquery per row (so it is never hashed against every
+                -- chunk), and the fenced, ordered subquery hands the limit its
+                -- rows in that order.
+                select o.chunk_id, o.score
+                from (select s.chunk_id, s.score from s order by s.score desc, s.chunk_id limit cap) o
+                where (select true from sift.chunks c
+                       where c.chunk_id = o.chunk_id
+                         and (fpath is null
+                              or exists (select 1 from sift.documents d
+                                         where d.document_id = c.document_id
+                                           and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true))))
+                limit n
+            )
+            select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
+                   array_agg(x.score order by x.score desc, x.chunk_id),
+                   (select count(*) from l)
+            into l_best, l_scores, passed
+            from (select * from unnest(best, scores) as y(chunk_id, score)
+                  union all
+                  select * from l
+                  order by 2 desc, 1
+                  limit n) x;
+            exit when passed >= n or cap is null;
+            cap := null;
+        end loop;
+        best := l_best;
+        scores := l_scores;
     end if;
 
     -- Common terms: threshold algorithm over their impact lists. Read each list
@@ -529,7 +569,7 @@ begin
                    on nb.collection_id = col.collection_id and nb.lexeme = terms.l and nb.block_no = depth
         ), seen as materialized (
             select r.chunk_id,
-                   sum(tb.idf * sift._bm25_impact(r.tf, r.dl, avgdl, k1, b)) as known,
+                   sum(tb.idf * sift._bm25_part(r.tf, r.dl, kp1, kb0, kbl)) as known,
                    sum(tb.b_t) as read_bound
             from r join term_bound tb on tb.l = r.l
             group by r.chunk_id
