@@ -145,12 +145,38 @@ def test_impact_lists_give_the_exhaustive_answer(client, db):
     assert max(lengths.values()) == 250 and min(lengths.values()) < 250
     assert db.execute("select max(block_no) from sift.term_blocks").fetchone()[0] == 2
     assert_oracle(client, db, col, rng, 25)
+    # and the rounds alone (whole lists, most of these, are summed otherwise)
+    assert_oracle(client, db, col, rng, 25, lexical_list_limit=0)
 
 
 def test_a_spent_budget_falls_back_to_exact_scoring_when_matches_are_few(client, db):
     rng, col = seeded_collection(client, seed=8, docs=400)
     build_lists(db, 120)
     assert_oracle(client, db, col, rng, 15, lexical_budget=100)
+    assert_oracle(client, db, col, rng, 15, lexical_budget=100, lexical_list_limit=0)
+
+
+def test_a_top_n_said_to_be_exact_is_exact_at_every_budget(client, db):
+    """The rounds alone (no whole lists, no exhaustive fallback) at budgets that start at the
+    budget's depth (it is at most three times the first round's) or with a first round, and
+    candidates cut to what the scoring can reach: whenever the leg says its top n is exact,
+    it is the exhaustive one, and it says so often."""
+    rng, col = seeded_collection(client, seed=12, docs=500)
+    build_lists(db, 250)
+    said = total = 0
+    for text in random_queries(rng, 12):
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
+        for budget in (300, 900, 3000):
+            for n in (1, 10, 40):
+                result = client.search("c", text, top_k=n, lexical_budget=budget, lexical_exact_limit=0,
+                                       lexical_list_limit=0)
+                flags = {h.lexical_exact for h in result}
+                assert len(flags) <= 1
+                total += 1
+                if flags == {True}:
+                    said += 1
+                    assert_same_top([(h.chunk_id, h.lexical_score) for h in result], oracle, n)
+    assert said > total / 2, (said, total)
 
 
 def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_scored(client, db):
