@@ -7,8 +7,11 @@
 -- returned it unproven. An entry summed costs ~2 us, a stored vector scored
 -- ~15-20 us, so the whole lists stay cheaper well past 3,000: on SciFact the
 -- queries whose terms hold 3,000-8,000 chunks went from 23.7 to 17.3 ms p50
--- (1.35x) and from unproven to exact (exact top 10: 219 -> 269 of 300).
--- The path now runs up to this knob's entries, 12,000 by default.
+-- (1.37x) and from unproven to exact (exact top 10: 219 -> 269 of 300).
+-- The path now runs up to this knob's chunk counts, 12,000 by default, and
+-- no longer follows lexical_exact_limit: a collection or call that lowered
+-- that to bound latency lowers this one too if it wants the same bound.
+-- Lists built before need no rebuild.
 
 create domain sift.lexical_list_limit as integer
     constraint lexical_list_limit_range check (value between 0 and 2000000000);
@@ -16,8 +19,9 @@ create domain sift.lexical_list_limit as integer
 insert into sift.knob_defs (position, name, type, default_value, can_be_off, off_value, scope, stage, meaning)
 values
  (101, 'lexical_list_limit', 'sift.lexical_list_limit', '12000', false, 'null', 'both', 'lexical',
-  'Where every common query term''s impact list holds all its chunks, answer exactly by summing the lists if '
-  'the terms'' chunk counts add up to at most this (0: never; no stored vector is read).');
+  'Where every common query term''s impact list holds all its chunks and holding a term is enough to match, '
+  'answer exactly by summing the lists if the terms'' chunk counts add up to at most this (0: never). No '
+  'stored vector is read.');
 
 alter type sift.knob_set add attribute lexical_list_limit sift.lexical_list_limit;
 -- Its attribute and domain say what sift.knob_defs says (as 0016 set for the others).

@@ -181,8 +181,8 @@ as $$
 $$;
 comment on function sift._bm25_impact(double precision, double precision, double precision,
     double precision, double precision) is
-    'Internal: BM25''s term-frequency part, tf (k1 + 1) / (tf + k1 (1 - b) + k1 b dl / avgdl) '
-    '(sift._bm25_part). Not pinned so it inlines into the per-posting queries.';
+    'Internal: BM25''s term-frequency part, tf (k1 + 1) / (tf + (k1 (1 - b) + (k1 b / avgdl) dl)) '
+    '(sift._bm25_part, grouped so). Not pinned so it inlines into the per-posting queries.';
 
 
 create or replace function sift._bm25_scores(
@@ -206,7 +206,7 @@ as $$
            pg_catalog.sum(idfs[pg_catalog.array_position(terms, u.lexeme)]
                * sift._bm25_part(pg_catalog.array_length(u.positions, 1), c.lexical_length,
                                  k.kp1, k.kb0, k.kbl) order by u.lexeme collate "C") as score
-    from (select k1 + 1 as kp1, k1 * (1 - b) as kb0, k1 * b / avgdl as kbl offset 0) k
+    from (select k1 + 1 as kp1, k1 * (1 - b) as kb0, k1 * b / nullif(avgdl, 0) as kbl offset 0) k
     cross join (select c.chunk_id, c.document_id, c.search_vector, c.lexical_length
                 from sift.chunks c where c.chunk_id = any (ids) offset 0) c
     cross join lateral pg_catalog.unnest(pg_catalog.ts_filter(
@@ -367,9 +367,10 @@ declare
     -- prove the top n within that budget.
     budget      bigint := knobs.lexical_budget;
     exact_limit bigint := knobs.lexical_exact_limit;
-    -- The most entries summed from whole lists (~2 us each, against ~15-20 us
-    -- for a stored vector scored): the path is exact and, past
-    -- lexical_exact_limit too, cheaper than reading the lists by rounds.
+    -- Whole lists are summed while the terms' chunk counts add up to at most
+    -- this (an entry summed ~2 us, a stored vector scored ~15-20 us): the
+    -- path is exact and, past lexical_exact_limit too, cheaper than reading
+    -- the lists by rounds.
     list_limit  bigint := knobs.lexical_list_limit;
     max_scored  integer := greatest(4 * n, 100);
     n_chunks   double precision;
@@ -400,6 +401,7 @@ declare
     by_lists   boolean := false;  -- true: answered from whole lists (the loop does not run)
     cap        integer;           -- whole lists: the best sums sorted (null: all)
     passed     bigint;
+    sorted     bigint;
     l_best     bigint[];
     l_scores   double precision[];
     -- BM25's constants, once (sift._bm25_part; so they are not derived again
@@ -421,7 +423,6 @@ begin
     if coalesce(n_chunks, 0) = 0 then
         return;
     end if;
-    kbl := k1 * b / avgdl;
 
     if scorer = 'ts_rank_cd' then
         select array_agg(s.chunk_id order by s.score desc, s.chunk_id),
@@ -460,6 +461,7 @@ begin
     if t_lexeme is null then
         return;   -- no query term occurs in this collection
     end if;
+    kbl := k1 * b / avgdl;   -- a term occurs, so avgdl > 0
 
     -- Rare terms (no list): every chunk holding one is scored exactly.
     rare := sift._tsquery_or(array(select u.l from unnest(t_lexeme, t_listed) u(l, listed)
@@ -512,13 +514,15 @@ begin
                 left join unnest(scored) as done(chunk_id) on done.chunk_id = p.chunk_id
                 where done.chunk_id is null   -- those holding a rare term are scored already
                 group by p.chunk_id
+            ), o as materialized (
+                select s.chunk_id, s.score from s order by s.score desc, s.chunk_id limit cap
             ), l as materialized (
                 -- The best sums first, each checked only until n pass: the check
                 -- is a subquery per row (so it is never hashed against every
-                -- chunk), and the fenced, ordered subquery hands the limit its
-                -- rows in that order.
+                -- chunk), and the materialized, ordered rows reach the limit in
+                -- that order.
                 select o.chunk_id, o.score
-                from (select s.chunk_id, s.score from s order by s.score desc, s.chunk_id limit cap) o
+                from o
                 where (select true from sift.chunks c
                        where c.chunk_id = o.chunk_id
                          and (fpath is null
@@ -529,14 +533,16 @@ begin
             )
             select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
                    array_agg(x.score order by x.score desc, x.chunk_id),
-                   (select count(*) from l)
-            into l_best, l_scores, passed
+                   (select count(*) from l), case when cap is not null then (select count(*) from o) end
+            into l_best, l_scores, passed, sorted
             from (select * from unnest(best, scores) as y(chunk_id, score)
                   union all
                   select * from l
                   order by 2 desc, 1
                   limit n) x;
-            exit when passed >= n or cap is null;
+            -- Short only because chunks were deleted (or filtered) within the cap:
+            -- then all of them, sorted.
+            exit when passed >= n or cap is null or sorted < cap;
             cap := null;
         end loop;
         best := l_best;
@@ -559,10 +565,10 @@ begin
     -- could still score is at least 0.8 of the best any chunk could (terms
     -- in 20-50% of 100,000 chunks: 0.86-0.91, and the first round never
     -- settled it; where it did on SciFact, under 0.8).
-    if not by_lists and depth < max_depth then
+    if not by_lists and depth < max_depth and true = any (t_listed) then
         if max_depth <= 3 * depth
            or (select sum(u.idf * u.drift * coalesce(nb.max_impact, u.floor))
-                      >= 0.8 * sum(u.idf * coalesce(b0.max_impact, u.floor))
+                      >= 0.8 * sum(u.idf * u.drift * coalesce(b0.max_impact, u.floor))
                from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
                left join sift.term_blocks b0
                       on b0.collection_id = col.collection_id and b0.lexeme = u.l and b0.block_no = 0

@@ -168,8 +168,8 @@ def test_a_top_n_said_to_be_exact_is_exact_at_every_budget(client, db):
         oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
         for budget in (300, 900, 3000):
             for n in (1, 10, 40):
-                result = client.search("c", text, top_k=n, lexical_budget=budget, lexical_exact_limit=0,
-                                       lexical_list_limit=0)
+                result = client.search("c", text, top_k=n, fetch_k=n, lexical_budget=budget,
+                                       lexical_exact_limit=0, lexical_list_limit=0)
                 flags = {h.lexical_exact for h in result}
                 assert len(flags) <= 1
                 total += 1
@@ -207,6 +207,24 @@ def test_past_the_budget_and_the_exact_limit_answers_are_bounded_and_exactly_sco
     text = queries[0]
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
     assert_same_top(lexical_leg(client, "c", text, 10), oracle, 10)
+
+
+def test_a_collection_without_a_word_answers_text_with_its_dense_leg_alone(client, db):
+    """Chunks of punctuation and emoji only: no lexeme anywhere (average length 0). A text
+    query finds nothing lexically, with either scorer, and never errs; the dense leg answers."""
+    rng = np.random.default_rng(4)
+    client.create_collection("c", embedding_dims=DIMS)
+    client.upsert_documents("c", [Document(source_uri=f"p{i}", title=None,
+                                           chunks=[Chunk(content="!!! ... \U0001F642 ???",
+                                                         embedding=unit(rng.normal(size=DIMS)))])
+                                  for i in range(5)])
+    assert db.execute("select sum(chunks), sum(tokens) from sift.collection_lexical_stats").fetchone() == (5, 0)
+    for scorer in ("bm25", "ts_rank_cd"):
+        assert len(client.search("c", "hello world", top_k=5, lexical_scorer=scorer)) == 0
+        hits = client.search("c", "hello world", embedding=unit(rng.normal(size=DIMS)), top_k=5,
+                             lexical_scorer=scorer)
+        assert len(hits) == 5 and {h.found_by for h in hits} == {"dense"}
+        assert all(h.lexical_rank is None for h in hits)
 
 
 def test_bad_budget_knobs_are_refused_and_session_settings_ignored(client, db):
@@ -612,6 +630,8 @@ def test_whole_lists_score_without_reading_stored_vectors(client, db):
     assert db.execute("select count(*) from sift.term_blocks where chunk_ids && %s::bigint[]",
                       [dead]).fetchone()[0] > 0
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
+    # (fetch_k = n: the leg's own n; at n 1 and 10 more of the best 4n sums are gone than n
+    # remain, so the leg sorts all of them and checks on)
     for n in (1, 10, 40):
-        assert_same_top(lexical_leg(client, "c", text, n), oracle, n)
+        assert_same_top(lexical_leg(client, "c", text, n, fetch_k=n), oracle, n)
     assert lexical_leg(client, "c", text, 40) == exhaustive(text)[:40]

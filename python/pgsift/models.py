@@ -207,9 +207,10 @@ class Hit:
     # for a complete one; None when the dense leg did not run or for finalize's rows).
     dense_space: str | None = None
     dense_space_missing: int | None = None
-    # Whether the lexical leg's top n is proven exact (False: its budget, lexical_budget and
-    # lexical_exact_limit, ran out first; every score is exact, the set may miss a better
-    # chunk); None when the leg did not run. The same on every hit of a collection in a call.
+    # Whether the lexical leg's top n is proven exact (False: its budget, lexical_budget,
+    # lexical_exact_limit and lexical_list_limit, ran out first; every score is exact, the set
+    # may miss a better chunk); None when the leg did not run. The same on every hit of a
+    # collection in a call.
     lexical_exact: bool | None = None
     # MaxSim of the question's token vectors against the chunk's (a search with query_tokens);
     # None without them, for a chunk without token vectors or past late_interaction_top_n.

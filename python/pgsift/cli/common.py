@@ -198,8 +198,8 @@ def _returns(hit: Hit) -> str:
     return what + (f" + {around} around" if around > 0 else "")
 
 
-UNPROVEN = ("lexical top n not proven exact: its budget ran out first (raise lexical_budget or "
-            "lexical_exact_limit, or refresh the statistics)")
+UNPROVEN = ("lexical top n not proven exact: its budget ran out first (raise lexical_budget, "
+            "lexical_exact_limit or lexical_list_limit, or refresh the statistics)")
 
 
 def print_hits(result: SearchResult, out: IO[str] | None = None) -> None:
