@@ -43,13 +43,21 @@ declare
     required tsquery;
     excluded integer := 0;
     phrases  integer := 0;
+    bare     boolean;
 begin
     terms := '{}';
     -- Tokens: optional leading '-', then a "quoted phrase" or a bare word.
-    -- A lone or unbalanced quote matches neither and is skipped.
+    -- A lone or unbalanced quote matches neither and is skipped. Text with no
+    -- quote and no word starting with '-' is bare words only: segmented
+    -- whole, the same words in the same order, without a call per word.
+    bare := pg_catalog.strpos(clipped, '"') = 0 and clipped !~ '(^|\s)-';
+    if bare then
+        words := sift._segment(clipped);
+    end if;
     for tok in
         select m[1] = '-' as negated, coalesce(m[2], m[3]) as body, m[2] is not null as quoted
         from pg_catalog.regexp_matches(clipped, '(-?)(?:"([^"]*)"|([^\s"]+))', 'g') as m
+        where not bare
     loop
         -- CJK and Thai runs as bigrams, as the chunks were indexed (per token,
         -- so a -word or a "phrase" in those scripts keeps its sign).

@@ -134,6 +134,17 @@ def test_lexical_query_normalises_terms(db):
     assert lexical_query(db, 'dog "brown fox"', quoted_text="boost") == "'brown' <-> 'fox' | 'brown' | 'fox' | 'dog'"
 
 
+@pytest.mark.parametrize("text", ["running dogs", "  tabs\tand\nnew lines  ", "COVID-19 anti-inflammatory",
+                                  "e-mail - spam", "北京大学 東京タワー", "สวัสดีครับ world", "the of and",
+                                  "🙂 fox 🙂", "", "   ", "-"])
+def test_bare_words_parse_whole_as_they_do_word_by_word(db, text):
+    """Text without a quote or a -word is segmented whole, not word by word; a lone quote (skipped
+    as a token) sends the same words down the word-by-word path, which must agree."""
+    parse = ("select match::text, terms, lift::text, sink::text "
+             "from sift._parse_query(%s, array['english', 'simple']::regconfig[])")
+    assert db.execute(parse, [text]).fetchone() == db.execute(parse, [text + ' "']).fetchone()
+
+
 def test_or_semantics_one_matching_word_is_enough(client, fox):
     assert lexical_ids(client, "fox", "fox zebra") == {fox[0], fox[1], fox[2]}
     assert lexical_ids(client, "fox", "zebra") == set()
