@@ -211,8 +211,16 @@ def test_knobs_command_prints_sift_knobs(dsn, db, kb, capsys):
 
 
 def test_dsn_and_tenant_before_or_after_the_subcommand(dsn, db, capsys):
+    # (the fixture installed pgsift) it says so and re-applies nothing, unless forced (after a hand
+    # edit of a function)
     assert main(["migrate", "--dsn", dsn]) == 0
-    assert "migrations applied" in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("up to date: nothing applied")
+    db.execute("create or replace function sift.current_tenant() returns text language sql stable "
+               "set search_path = pg_catalog, pg_temp as $$ select 'edited'::text $$")
+    assert main(["migrate", "--dsn", dsn, "--force"]) == 0
+    assert "function files re-applied" in capsys.readouterr().out
+    assert db.execute("select position('edited' in prosrc) from pg_proc "
+                      "where oid = 'sift.current_tenant()'::regprocedure").fetchone() == (0,)
     assert main(["collection", "create", "notes", "--dims", "8", "--tenant", "acme", "--dsn", dsn,
                  "--set", "dense_weight=0.7", "--set", "recency_field=modified"]) == 0
     assert "created notes (8 dims, english)" in capsys.readouterr().out

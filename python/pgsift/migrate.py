@@ -105,15 +105,25 @@ def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
     return applied_now
 
 
+def is_current(conn: psycopg.Connection[Any]) -> bool:
+    """Whether pgsift is installed here and every migration and the function files are this
+    version's (what migrate would then leave alone, unless forced). Reads only."""
+    row = (conn.execute(q.STANDBY_STATE, prepare=False)).fetchone()
+    return row is not None and bool(row[1]) and _recorded_current(conn)
+
+
+def _recorded_current(conn: psycopg.Connection[Any]) -> bool:
+    done = dict((conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
+    recorded = (conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
+    return (all(done.get(m.version) == m.sha256 for m in migration_files())
+            and recorded is not None and recorded[0] == functions_sha256())
+
+
 def _check_current(conn: psycopg.Connection[Any], installed: bool, otherwise: str) -> None:
     """Where migrate writes nothing (a standby, an extension install): fine when every migration
     and the function files are this version's, else MigrationError(otherwise)."""
-    if installed:
-        done = dict((conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
-        recorded = (conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
-        if (all(done.get(m.version) == m.sha256 for m in migration_files())
-                and recorded is not None and recorded[0] == functions_sha256()):
-            return
+    if installed and _recorded_current(conn):
+        return
     raise MigrationError(otherwise)
 
 

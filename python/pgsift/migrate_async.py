@@ -103,15 +103,25 @@ async def _migrate_once(conn: psycopg.AsyncConnection[Any], force: bool) -> list
     return applied_now
 
 
+async def is_current(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether pgsift is installed here and every migration and the function files are this
+    version's (what migrate would then leave alone, unless forced). Reads only."""
+    row = await (await conn.execute(q.STANDBY_STATE, prepare=False)).fetchone()
+    return row is not None and bool(row[1]) and await _recorded_current(conn)
+
+
+async def _recorded_current(conn: psycopg.AsyncConnection[Any]) -> bool:
+    done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
+    recorded = await (await conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
+    return (all(done.get(m.version) == m.sha256 for m in migration_files())
+            and recorded is not None and recorded[0] == functions_sha256())
+
+
 async def _check_current(conn: psycopg.AsyncConnection[Any], installed: bool, otherwise: str) -> None:
     """Where migrate writes nothing (a standby, an extension install): fine when every migration
     and the function files are this version's, else MigrationError(otherwise)."""
-    if installed:
-        done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
-        recorded = await (await conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
-        if (all(done.get(m.version) == m.sha256 for m in migration_files())
-                and recorded is not None and recorded[0] == functions_sha256()):
-            return
+    if installed and await _recorded_current(conn):
+        return
     raise MigrationError(otherwise)
 
 

@@ -15,7 +15,7 @@ import psycopg
 from .. import embedded, ingest
 from ..client import Client
 from ..errors import CollectionNotFound, InvalidArgument
-from ..migrate import install_script, migrate
+from ..migrate import install_script, is_current, migrate
 from ..models import Embedder
 from . import common
 from .common import add_command, add_set_option, dump, json_cell, parse_filter, parse_settings, snippet, table
@@ -48,8 +48,12 @@ def cmd_db(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     with common.connect(args) as conn:
-        applied = migrate(conn)
-    print(f"migrations applied: {', '.join(applied) if applied else 'none (up to date)'}; functions re-applied")
+        current = is_current(conn)
+        applied = migrate(conn, force=args.force)
+    if current and not args.force:
+        print("up to date: nothing applied (--force re-applies the function files)")
+    else:
+        print(f"migrations applied: {', '.join(applied) if applied else 'none'}; function files re-applied")
     return 0
 
 
@@ -373,7 +377,10 @@ def register(sub: Any) -> None:
     p.add_argument("action", choices=["start", "stop", "status", "url"], help="what to do with it")
     p.set_defaults(func=cmd_db)
 
-    add_command(sub, "migrate", "install or upgrade pgsift in the database").set_defaults(func=cmd_migrate)
+    p = add_command(sub, "migrate", "install or upgrade pgsift in the database")
+    p.add_argument("--force", action="store_true",
+                   help="re-apply the function files even when they are unchanged (after a hand edit)")
+    p.set_defaults(func=cmd_migrate)
     add_command(sub, "install-sql", "print the install script for psql -f").set_defaults(func=cmd_install_sql)
     p = add_command(sub, "doctor", "what on this server will make a leg slow, and what to set")
     p.add_argument("--json", action="store_true", help="print the checks as JSON")
