@@ -200,12 +200,13 @@ begin
     where p.collection_id = _gather_list_entries.collection_id;
     if coalesce(total_df, 0) <= 20 * n_chunks then
         insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
-        select p.collection_id, p.lexeme, c.chunk_id,
-               pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, sift._tsquery_or(array[p.lexeme])),
+        select p.collection_id, p.lexeme, c.chunk_id, pg_catalog.ts_rank_cd('{1,1,1,1}', c.search_vector, q.q),
                c.lexical_length
         from sift.list_build_plan p
-        cross join lateral (select c.* from sift.chunks c
-                            where c.search_vector @@ sift._tsquery_or(array[p.lexeme]) offset 0) c
+        cross join lateral (select sift._tsquery_or(array[p.lexeme]) as q offset 0) q   -- (once a term, not a chunk)
+        cross join lateral (select c.chunk_id, c.collection_id, c.search_vector, c.lexical_length
+                            from sift.chunks c
+                            where c.search_vector @@ q.q offset 0) c
         where p.collection_id = _gather_list_entries.collection_id
           and c.collection_id = p.collection_id;
         return;
@@ -302,9 +303,13 @@ returns table (pending_folded bigint, lists_built integer)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 -- Batch work over whole term sets: a nested loop is never the right join
--- here, and a collection younger than its table's statistics looks empty to
--- the planner, which then nests loops over thousands of terms.
+-- there, and a collection younger than its table's statistics looks empty to
+-- the planner, which then nests loops over thousands of terms. A small fold
+-- turns them back on (below), for this function only.
 set enable_nestloop = off
+-- Every statement planned for this call's sizes and join setting (a cached
+-- generic plan keeps the joins chosen for another call's).
+set plan_cache_mode = force_custom_plan
 as $$
 #variable_conflict use_column
 declare
@@ -317,6 +322,12 @@ declare
     avgdl    double precision;
     n_chunks double precision;
     deleted  bigint;
+    -- The fold: each term the writers since the last refresh touched, and
+    -- the change of its df (0 when a chunk holding it was re-analysed).
+    changed  text[];
+    changes  bigint[];
+    whole    boolean;   -- every term of the collection considered, not only the folded
+    terms_est real;
 begin
     if min_df is null or list_size is null or list_fraction is null or max_drift is null
        or min_df < 1 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
@@ -329,31 +340,43 @@ begin
     -- lock from here to the end: chunk writers share it until they commit, so
     -- the fold sees every writer's rows (under repeatable read, those in the
     -- transaction's snapshot), and no other refresh inserts the same new terms
-    -- meanwhile. Known terms updated (those whose counts cancel out left
-    -- alone), new ones inserted in key order: one insert ... on conflict took a
-    -- speculative insertion per term, 2.5x slower on a first refresh, which
-    -- inserts every term.
+    -- meanwhile.
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
     with gone as (
         delete from sift.term_df_pending p
         where p.collection_id = col.collection_id
         returning p.lexemes, p.counts
-    ), delta as materialized (
-        select u.lexeme, sum(u.n) as n
-        from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
-        group by u.lexeme
+    )
+    select coalesce(pg_catalog.array_agg(d.lexeme), '{}'), coalesce(pg_catalog.array_agg(d.n), '{}')
+    into changed, changes
+    from (select u.lexeme, sum(u.n)::bigint as n
+          from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
+          group by u.lexeme) d;
+    -- A refresh costs what was written, not the vocabulary: a fold of a small
+    -- share of the terms looks its terms up by key (each statement below
+    -- touches the folded terms and the lists, never every term), so nested
+    -- loops are back on; a large one (a first refresh, a bulk load) hashes.
+    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
+    if 8 * cardinality(changed) < terms_est then
+        perform pg_catalog.set_config('enable_nestloop', 'on', true);
+    end if;
+    -- Known terms updated (those whose counts cancel out left alone), new ones
+    -- inserted in key order: one insert ... on conflict took a speculative
+    -- insertion per term, 2.5x slower on a first refresh, which inserts every
+    -- term. A term is new when the update did not find it (not looked up again).
+    with d as (
+        select u.lexeme, u.n from unnest(changed, changes) as u(lexeme, n)
     ), known as (
         update sift.term_df t set df = t.df + d.n
-        from delta d
+        from d
         where t.collection_id = col.collection_id and t.lexeme = d.lexeme and d.n <> 0
         returning t.lexeme, t.df
     ), fresh as (
         insert into sift.term_df (collection_id, lexeme, df)
         select col.collection_id, d.lexeme, d.n
-        from delta d
+        from d
         where d.n > 0   -- (a term written and deleted again between refreshes: none)
-          and not exists (select 1 from sift.term_df t
-                          where t.collection_id = col.collection_id and t.lexeme = d.lexeme)
+          and not exists (select 1 from known k where k.lexeme = d.lexeme)
         order by d.lexeme
         returning 1
     )
@@ -381,8 +404,18 @@ begin
         return query select folded, 0;
         return;
     end if;
+    -- Only a folded term can have crossed min_df either way, or lost its list
+    -- to a re-analysed chunk: the others keep their lists, unless the lists
+    -- were built under another min_df (or none was, or all are rebuilt).
+    whole := rebuild
+             or not exists (select 1 from sift.term_lists l where l.collection_id = col.collection_id)
+             or exists (select 1 from sift.term_lists l
+                        where l.collection_id = col.collection_id and l.min_df_ref is distinct from min_df);
     delete from sift.term_lists l
-    where l.collection_id = col.collection_id
+    using (select t.lexeme from sift.term_lists t where whole and t.collection_id = col.collection_id
+           union all
+           select u.lexeme from unnest(changed, changes) as u(lexeme, n) where not whole and u.n < 0) c
+    where l.collection_id = col.collection_id and l.lexeme = c.lexeme
       and not exists (select 1 from sift.term_df t
                       where t.collection_id = col.collection_id and t.lexeme = l.lexeme
                         and t.df >= min_df);
@@ -393,13 +426,23 @@ begin
     insert into sift.list_build_plan
     select col.collection_id, t.lexeme, greatest(list_size, ceil(t.df * list_fraction))::integer, 0, avgdl,
            ref_k1, ref_b, n_chunks, deleted
-    from sift.term_df t
+    from (select t.lexeme from sift.term_df t where whole and t.collection_id = col.collection_id
+          union all
+          (select u.lexeme from unnest(changed) as u(lexeme) where not whole
+           union
+           select l.lexeme from sift.term_lists l
+           where not whole and l.collection_id = col.collection_id
+             and (l.k1_ref <> ref_k1 or l.b_ref <> ref_b or abs(avgdl / l.avgdl_ref - 1) > max_drift
+                  or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1)))) c
+    join sift.term_df t on t.collection_id = col.collection_id and t.lexeme = c.lexeme
     left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
-    where t.collection_id = col.collection_id
-      and t.df >= min_df
+    where t.df >= min_df
       and (rebuild or l.lexeme is null or l.k1_ref <> ref_k1 or l.b_ref <> ref_b
            or abs(avgdl / l.avgdl_ref - 1) > max_drift
            or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1));
+    if (select count(*) from sift.list_build_plan p where p.collection_id = col.collection_id) > 1000 then
+        perform pg_catalog.set_config('enable_nestloop', 'off', true);   -- (many lists: hashed)
+    end if;
     perform sift._gather_list_entries(col.collection_id, n_chunks);
     built := sift._write_lists(col.collection_id);
 
@@ -407,13 +450,16 @@ begin
     -- merged into their lists' blocks (same reference, so no chunk is read;
     -- the floor only rises). A merge rewrites the list, so waiting for a
     -- quarter of it keeps that to a few entries rewritten per entry added.
+    -- (A delta only grows when a chunk holding its term is written: a folded term.)
     insert into sift.list_build_plan
     select col.collection_id, l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
            l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
     from sift.term_lists l
     join (select d.lexeme, sum(cardinality(d.chunk_ids)) as n
-          from sift.term_deltas d
-          where d.collection_id = col.collection_id
+          from (select t.lexeme from sift.term_lists t where whole and t.collection_id = col.collection_id
+                union all
+                select u.lexeme from unnest(changed) as u(lexeme) where not whole) c
+          join sift.term_deltas d on d.collection_id = col.collection_id and d.lexeme = c.lexeme
           group by d.lexeme) d on d.lexeme = l.lexeme
     left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
     where l.collection_id = col.collection_id
@@ -431,6 +477,9 @@ begin
     cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
     where p.collection_id = col.collection_id;
     built := built + sift._write_lists(col.collection_id);
+    -- Every list now holds for this min_df (new and merged lists record it).
+    update sift.term_lists l set min_df_ref = min_df
+    where l.collection_id = col.collection_id and l.min_df_ref is distinct from min_df;
     -- The chunks just written wait in the text index's pending list, which
     -- every search would read whole: into the index with them (the work GIN
     -- would do at its next flush, at this batch's size).
@@ -445,7 +494,9 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     'least min_df chunks; rebuilds lists whose k1, b or reference avgdl no longer hold or that '
     'deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
     'list deltas of max(100, a quarter of the list) chunks or more; moves the text index''s '
-    'pending entries into it (sift._clean_text_index). Cheap when little changed; '
+    'pending entries into it (sift._clean_text_index). Looks only at the terms it folds (every '
+    'term when min_df differs from the lists'' min_df_ref, or with rebuild), so it is cheap when '
+    'little changed; '
     'the Python client runs it after every upsert_documents and delete_document. Writes; '
     'returns lists built or merged.';
 

@@ -455,6 +455,61 @@ def test_an_empty_unproven_answer_still_says_so(client, db):
     assert [(h.chunk_id, h.found_by, h.lexical_exact) for h in exhaustive] == [(target[0], "both", True)]
 
 
+def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_changes(client, db):
+    """A refresh considers only the terms its fold changed (the others cannot have crossed
+    min_df), with nested loops on when that is a small share of the vocabulary; called with
+    another min_df than its lists were built under (or after an upgrade, none recorded), every
+    term. Either way the lists are those of the terms in at least min_df chunks, and exact."""
+    rng, col = seeded_collection(client, seed=21, docs=200)
+    db.execute("analyze sift.term_df")   # (its row count decides the joins)
+
+    def refresh(min_df: int) -> None:
+        db.execute("select * from sift.refresh_lexical_stats('c', min_df => %s, list_size => 40, "
+                   "list_fraction => 0)", [min_df])
+
+    def check(min_df: int) -> None:
+        df = recount(db, col.collection_id)[1]
+        listed = {r[0] for r in db.execute("select lexeme from sift.term_lists")}
+        assert listed == {t for t, n in df.items() if n >= min_df}
+        assert {r[0] for r in db.execute("select distinct min_df_ref from sift.term_lists")} == {min_df}
+        assert_oracle(client, db, col, rng, 5)
+
+    def one_chunk(uri: str, text: str) -> None:
+        doc_id = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, %s) "
+                            "returning document_id", [col.collection_id, uri]).fetchone()[0]
+        db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) values (%s, 0, %s, %s)",
+                   [doc_id, text, str(unit(rng.normal(size=DIMS)).tolist())])
+
+    refresh(5)
+    check(5)
+    df = recount(db, col.collection_id)[1]
+    below = sorted(t for t, n in df.items() if n == 4)[:3]
+    at = sorted(t for t, n in df.items() if n == 5)[:3]
+    assert below and at
+    # Terms written up to min_df get lists from the fold alone.
+    one_chunk("up", " ".join(below))
+    refresh(5)
+    check(5)
+    # Terms whose chunks went below min_df lose theirs.
+    holders = [r[0] for r in db.execute(
+        "select distinct d.document_id from sift.chunks c join sift.documents d using (document_id) "
+        "where c.search_vector @@ %s::tsquery and d.source_uri <> 'up'", [" | ".join(at)])]
+    db.execute("delete from sift.documents where document_id = any (%s)", [holders[:len(holders) // 2 + 1]])
+    refresh(5)
+    check(5)
+    # Another min_df: every term again, both ways.
+    for min_df in (3, 8):
+        refresh(min_df)
+        check(min_df)
+    # Lists from before min_df_ref (an upgrade): the first refresh looks at every term, so a
+    # term that lost its list meanwhile (nothing of it folded) gets it back.
+    gone = db.execute("select lexeme from sift.term_lists order by lexeme limit 1").fetchone()[0]
+    db.execute("delete from sift.term_lists where lexeme = %s", [gone])
+    db.execute("update sift.term_lists set min_df_ref = null")
+    refresh(8)
+    check(8)
+
+
 def test_refresh_keeps_no_term_that_no_chunk_holds(client, db):
     """The fold drops a term whose last chunk went, and never adds one written and deleted
     again between refreshes; every other term's df is the recount's."""
