@@ -6,6 +6,7 @@ unknown name = an error naming the nearest; a new knob needs no change in Python
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import numpy as np
 import pgsift
@@ -139,6 +140,14 @@ def test_python_values_travel_as_json(client):
                                  dense_weight=np.float32(0.25), fetch_k=np.int64(20))
     assert c.knobs == {"recency_half_life": "14 days 0 seconds", "dense_weight": 0.25, "fetch_k": 20}
     assert c.settings["recency_half_life"] == "14 days"
+    # Decimals, as psycopg reads a numeric column: numbers (whole ones as integers).
+    d = client.create_collection("d", embedding_dims=4, dense_weight=Decimal("0.30"), fetch_k=Decimal("20"),
+                                 per_document_cap=Decimal("3.000"))
+    assert d.knobs == {"dense_weight": 0.3, "fetch_k": 20, "per_document_cap": 3}
+    assert len(client.search("d", "x", dense_weight=Decimal("0.7"), filter={"year": Decimal("2024")})) == 0
+    for bad in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(pgsift.InvalidArgument, match="finite"):
+            client.search("d", "x", dense_weight=Decimal(bad))
 
 
 def test_boundary_values_are_accepted(client):

@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,7 @@ def check_top_k(top_k: Any) -> int:
 
 def _json_value(value: Any, where: str) -> Any:
     """A Python value as JSON: timedeltas as PostgreSQL intervals, dates as ISO text, numpy
-    numbers as numbers; NUL characters and non-finite numbers refused."""
+    numbers and Decimals as numbers; NUL characters and non-finite numbers refused."""
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, (float, np.floating)):
@@ -76,6 +77,10 @@ def _json_value(value: Any, where: str) -> Any:
         return float(value)
     if isinstance(value, np.integer):
         return int(value)
+    if isinstance(value, Decimal):   # (a numeric column's value, as psycopg reads it)
+        if not value.is_finite():
+            raise InvalidArgument(f"{where} is not a finite number")
+        return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, str):
         return check_text(value, where)
     if isinstance(value, timedelta):   # days kept apart, as an interval keeps them (no exponent)
