@@ -152,14 +152,14 @@ begin
     join floors f on f.lexeme collate "C" = r.lexeme
     where r.rn <= r.size and r.impact > f.floor_impact
     group by r.lexeme, (r.rn - 1) / 100;
+    -- (Each planned list's blocks looked up by key: a join hashed every block
+    -- of the collection's lists to count a few.)
     update sift.term_lists l
-    set entries = x.n
-    from (select b.lexeme, sum(cardinality(b.chunk_ids)) as n
-          from sift.term_blocks b
-          join sift.list_build_plan p on p.collection_id = b.collection_id and p.lexeme = b.lexeme
-          where b.collection_id = _write_lists.collection_id
-          group by b.lexeme) x
-    where l.collection_id = _write_lists.collection_id and l.lexeme = x.lexeme;
+    set entries = coalesce((select sum(cardinality(b.chunk_ids)) from sift.term_blocks b
+                            where b.collection_id = l.collection_id and b.lexeme = l.lexeme), 0)
+    from sift.list_build_plan p
+    where l.collection_id = _write_lists.collection_id
+      and p.collection_id = _write_lists.collection_id and p.lexeme = l.lexeme;
     delete from sift.list_build_entries e where e.collection_id = _write_lists.collection_id;
     delete from sift.list_build_plan p where p.collection_id = _write_lists.collection_id;
     get diagnostics written = row_count;
@@ -194,9 +194,11 @@ begin
     -- sample first gives each term with more chunks than 1.5 x its list size
     -- an impact cutoff expected to keep that many, so
     -- the pass keeps only those (the cutoff becomes the list's floor_min).
-    select sum(t.df) into total_df
+    -- (Looked up per planned term by key, whatever the join settings: a join
+    -- would hash the collection's whole vocabulary for a few new lists.)
+    select sum((select t.df from sift.term_df t where t.collection_id = p.collection_id and t.lexeme = p.lexeme))
+    into total_df
     from sift.list_build_plan p
-    join sift.term_df t on t.collection_id = p.collection_id and t.lexeme = p.lexeme
     where p.collection_id = _gather_list_entries.collection_id;
     if coalesce(total_df, 0) <= 20 * n_chunks then
         insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
@@ -322,11 +324,13 @@ declare
     avgdl    double precision;
     n_chunks double precision;
     deleted  bigint;
-    -- The fold: each term the writers since the last refresh touched, and
-    -- the change of its df (0 when a chunk holding it was re-analysed).
+    -- The terms the fold changed (incremental refreshes only; a term written
+    -- and deleted again, or whose chunk was re-analysed, may change by 0).
     changed  text[];
     changes  bigint[];
     whole    boolean;   -- every term of the collection considered, not only the folded
+    probe    boolean;   -- few enough to look up by key: nested loops on
+    pending_n bigint;
     terms_est real;
 begin
     if min_df is null or list_size is null or list_fraction is null or max_drift is null
@@ -342,56 +346,61 @@ begin
     -- transaction's snapshot), and no other refresh inserts the same new terms
     -- meanwhile.
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    -- Only a folded term can have crossed min_df either way, lost its list to
+    -- a re-analysed chunk or grown a delta: a refresh looks at those alone
+    -- (its cost follows the write, not the vocabulary), unless the lists were
+    -- built under another min_df (or never, or an upgrade left it unknown),
+    -- or all are rebuilt. Nested loops, off for batch work (above), come back
+    -- on for its lookups when the terms pending are a small share of the
+    -- table's (a whole pass, which reads every term, keeps them off).
+    whole := rebuild or (select max(s.lists_min_df) from sift.collection_lexical_stats s
+                         where s.collection_id = col.collection_id) is distinct from min_df;
+    select sum(cardinality(p.lexemes)) into pending_n
+    from sift.term_df_pending p where p.collection_id = col.collection_id;
+    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
+    probe := not whole and 8 * coalesce(pending_n, 0) < terms_est;
+    perform pg_catalog.set_config('enable_nestloop', case when probe then 'on' else 'off' end, true);
+    -- Known terms updated (those whose counts cancel out left alone), new ones
+    -- inserted in key order: one insert ... on conflict took a speculative
+    -- insertion per term, 2.5x slower on a first refresh, which inserts every
+    -- term.
     with gone as (
         delete from sift.term_df_pending p
         where p.collection_id = col.collection_id
         returning p.lexemes, p.counts
-    )
-    select coalesce(pg_catalog.array_agg(d.lexeme), '{}'), coalesce(pg_catalog.array_agg(d.n), '{}')
-    into changed, changes
-    from (select u.lexeme, sum(u.n)::bigint as n
-          from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
-          group by u.lexeme) d;
-    -- A refresh costs what was written, not the vocabulary: a fold of a small
-    -- share of the terms looks its terms up by key (each statement below
-    -- touches the folded terms and the lists, never every term), so nested
-    -- loops are back on; a large one (a first refresh, a bulk load) hashes.
-    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
-    if 8 * cardinality(changed) < terms_est then
-        perform pg_catalog.set_config('enable_nestloop', 'on', true);
-    end if;
-    -- Known terms updated (those whose counts cancel out left alone), new ones
-    -- inserted in key order: one insert ... on conflict took a speculative
-    -- insertion per term, 2.5x slower on a first refresh, which inserts every
-    -- term. A term is new when the update did not find it (not looked up again).
-    with d as (
-        select u.lexeme, u.n from unnest(changed, changes) as u(lexeme, n)
+    ), delta as materialized (
+        select u.lexeme, sum(u.n)::bigint as n
+        from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
+        group by u.lexeme
     ), known as (
         update sift.term_df t set df = t.df + d.n
-        from d
+        from delta d
         where t.collection_id = col.collection_id and t.lexeme = d.lexeme and d.n <> 0
         returning t.lexeme, t.df
     ), fresh as (
         insert into sift.term_df (collection_id, lexeme, df)
         select col.collection_id, d.lexeme, d.n
-        from d
+        from delta d
         where d.n > 0   -- (a term written and deleted again between refreshes: none)
-          and not exists (select 1 from known k where k.lexeme = d.lexeme)
+          and not exists (select 1 from sift.term_df t
+                          where t.collection_id = col.collection_id and t.lexeme = d.lexeme)
         order by d.lexeme
         returning 1
     )
     select (select count(*) from known) + (select count(*) from fresh),
-           array(select k.lexeme from known k where k.df = 0)
-    into folded, gone_terms;
+           array(select k.lexeme from known k where k.df = 0), x.l, x.n
+    into folded, gone_terms, changed, changes
+    from (select pg_catalog.array_agg(d.lexeme) as l, pg_catalog.array_agg(d.n) as n
+          from delta d where not whole) x;
     -- Terms no chunk holds any more (only a folded term can have reached 0).
     delete from sift.term_df t where t.collection_id = col.collection_id and t.lexeme = any (gone_terms);
     with gone as (
         delete from sift.collection_lexical_stats s
         where s.collection_id = col.collection_id
         returning s.chunks, s.tokens, s.deleted)
-    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending)
+    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending, lists_min_df)
     select col.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0),
-           coalesce(sum(g.deleted), 0), false
+           coalesce(sum(g.deleted), 0), false, min_df
     from gone g;
 
     -- Still alone on the list lock: chunk writers wait until these lists are
@@ -404,13 +413,6 @@ begin
         return query select folded, 0;
         return;
     end if;
-    -- Only a folded term can have crossed min_df either way, or lost its list
-    -- to a re-analysed chunk: the others keep their lists, unless the lists
-    -- were built under another min_df (or none was, or all are rebuilt).
-    whole := rebuild
-             or not exists (select 1 from sift.term_lists l where l.collection_id = col.collection_id)
-             or exists (select 1 from sift.term_lists l
-                        where l.collection_id = col.collection_id and l.min_df_ref is distinct from min_df);
     delete from sift.term_lists l
     using (select t.lexeme from sift.term_lists t where whole and t.collection_id = col.collection_id
            union all
@@ -440,9 +442,8 @@ begin
       and (rebuild or l.lexeme is null or l.k1_ref <> ref_k1 or l.b_ref <> ref_b
            or abs(avgdl / l.avgdl_ref - 1) > max_drift
            or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1));
-    if (select count(*) from sift.list_build_plan p where p.collection_id = col.collection_id) > 1000 then
-        perform pg_catalog.set_config('enable_nestloop', 'off', true);   -- (many lists: hashed)
-    end if;
+    -- Building lists is batch work over their chunks and entries (hashed).
+    perform pg_catalog.set_config('enable_nestloop', 'off', true);
     perform sift._gather_list_entries(col.collection_id, n_chunks);
     built := sift._write_lists(col.collection_id);
 
@@ -451,6 +452,7 @@ begin
     -- the floor only rises). A merge rewrites the list, so waiting for a
     -- quarter of it keeps that to a few entries rewritten per entry added.
     -- (A delta only grows when a chunk holding its term is written: a folded term.)
+    perform pg_catalog.set_config('enable_nestloop', case when probe then 'on' else 'off' end, true);
     insert into sift.list_build_plan
     select col.collection_id, l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
            l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
@@ -464,6 +466,7 @@ begin
     left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
     where l.collection_id = col.collection_id
       and d.n >= greatest(100, l.entries / 4);
+    perform pg_catalog.set_config('enable_nestloop', 'off', true);
     insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
     select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
     from sift.list_build_plan p
@@ -477,9 +480,6 @@ begin
     cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
     where p.collection_id = col.collection_id;
     built := built + sift._write_lists(col.collection_id);
-    -- Every list now holds for this min_df (new and merged lists record it).
-    update sift.term_lists l set min_df_ref = min_df
-    where l.collection_id = col.collection_id and l.min_df_ref is distinct from min_df;
     -- The chunks just written wait in the text index's pending list, which
     -- every search would read whole: into the index with them (the work GIN
     -- would do at its next flush, at this batch's size).
@@ -495,7 +495,7 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     'deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
     'list deltas of max(100, a quarter of the list) chunks or more; moves the text index''s '
     'pending entries into it (sift._clean_text_index). Looks only at the terms it folds (every '
-    'term when min_df differs from the lists'' min_df_ref, or with rebuild), so it is cheap when '
+    'term when the lists were built under another min_df, or with rebuild), so it is cheap when '
     'little changed; '
     'the Python client runs it after every upsert_documents and delete_document. Writes; '
     'returns lists built or merged.';

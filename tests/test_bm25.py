@@ -457,21 +457,25 @@ def test_an_empty_unproven_answer_still_says_so(client, db):
 
 def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_changes(client, db):
     """A refresh considers only the terms its fold changed (the others cannot have crossed
-    min_df), with nested loops on when that is a small share of the vocabulary; called with
+    min_df), with nested loops on when they are a small share of the vocabulary; called with
     another min_df than its lists were built under (or after an upgrade, none recorded), every
     term. Either way the lists are those of the terms in at least min_df chunks, and exact."""
     rng, col = seeded_collection(client, seed=21, docs=200)
     db.execute("analyze sift.term_df")   # (its row count decides the joins)
 
-    def refresh(min_df: int) -> None:
-        db.execute("select * from sift.refresh_lexical_stats('c', min_df => %s, list_size => 40, "
-                   "list_fraction => 0)", [min_df])
+    def refresh(min_df: int, **more: object) -> None:
+        args = "".join(f", {k} => {v}" for k, v in more.items())
+        db.execute(f"select * from sift.refresh_lexical_stats('c', min_df => %s, list_size => 40, "
+                   f"list_fraction => 0{args})", [min_df])
+
+    def listed() -> set[str]:
+        return {r[0] for r in db.execute("select lexeme from sift.term_lists")}
 
     def check(min_df: int) -> None:
         df = recount(db, col.collection_id)[1]
-        listed = {r[0] for r in db.execute("select lexeme from sift.term_lists")}
-        assert listed == {t for t, n in df.items() if n >= min_df}
-        assert {r[0] for r in db.execute("select distinct min_df_ref from sift.term_lists")} == {min_df}
+        assert listed() == {t for t, n in df.items() if n >= min_df}
+        assert db.execute("select lists_min_df from sift.collection_lexical_stats "
+                          "where lists_min_df is not null").fetchall() == [(min_df,)]
         assert_oracle(client, db, col, rng, 5)
 
     def one_chunk(uri: str, text: str) -> None:
@@ -497,15 +501,27 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
     db.execute("delete from sift.documents where document_id = any (%s)", [holders[:len(holders) // 2 + 1]])
     refresh(5)
     check(5)
-    # Another min_df: every term again, both ways.
+    # A re-analysed chunk takes its terms' lists; the fold holds those terms, so they come back.
+    target, terms = db.execute("select chunk_id, tsvector_to_array(search_vector) from sift.chunks c "
+                               "where exists (select 1 from sift.term_lists l, unnest(tsvector_to_array("
+                               "c.search_vector)) u where l.lexeme = u) order by chunk_id limit 1").fetchone()
+    db.execute("update sift.chunks set context = 'w299' where chunk_id = %s", [target])
+    assert not listed() & set(terms)
+    refresh(5)
+    check(5)
+    # Incremental indeed: a list gone without its term being written stays gone ...
+    gone = sorted(listed())[0]
+    db.execute("delete from sift.term_lists where lexeme = %s", [gone])
+    refresh(5)
+    assert gone not in listed()
+    # ... until a refresh looks at every term: another min_df, rebuild, or an upgrade.
+    refresh(5, rebuild="true")
+    check(5)
     for min_df in (3, 8):
         refresh(min_df)
         check(min_df)
-    # Lists from before min_df_ref (an upgrade): the first refresh looks at every term, so a
-    # term that lost its list meanwhile (nothing of it folded) gets it back.
-    gone = db.execute("select lexeme from sift.term_lists order by lexeme limit 1").fetchone()[0]
     db.execute("delete from sift.term_lists where lexeme = %s", [gone])
-    db.execute("update sift.term_lists set min_df_ref = null")
+    db.execute("update sift.collection_lexical_stats set lists_min_df = null")
     refresh(8)
     check(8)
 
