@@ -376,15 +376,17 @@ begin
         update sift.term_df t set df = t.df + d.n
         from delta d
         where t.collection_id = col.collection_id and t.lexeme = d.lexeme and d.n <> 0
-        returning t.lexeme, t.df
+        returning t.lexeme, t.df, d.n
     ), fresh as (
+        -- New: what the update did not find (a set difference, hashed or
+        -- sorted; never a second lookup per term).
         insert into sift.term_df (collection_id, lexeme, df)
-        select col.collection_id, d.lexeme, d.n
-        from delta d
-        where d.n > 0   -- (a term written and deleted again between refreshes: none)
-          and not exists (select 1 from sift.term_df t
-                          where t.collection_id = col.collection_id and t.lexeme = d.lexeme)
-        order by d.lexeme
+        select col.collection_id, f.lexeme, f.n
+        from (select d.lexeme, d.n from delta d
+              where d.n > 0   -- (a term written and deleted again between refreshes: none)
+              except
+              select k.lexeme, k.n from known k) f
+        order by f.lexeme
         returning 1
     )
     select (select count(*) from known) + (select count(*) from fresh),
