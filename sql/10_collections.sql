@@ -419,8 +419,10 @@ begin
     if changed.search_language is distinct from col.search_language
        or sift._stored_knob(changed, 'bm25_k1') <> sift._stored_knob(col, 'bm25_k1')
        or sift._stored_knob(changed, 'bm25_b') <> sift._stored_knob(col, 'bm25_b') then
-        -- Impact lists are built for one language, k1 and b: rebuild them now.
-        perform sift.refresh_lexical_stats(collection => col.name);
+        -- Impact lists are built for one language, k1 and b: rebuild them now
+        -- (every one: a chunk whose document names its own language analyses
+        -- as before, so its terms are not among those a refresh folds).
+        perform sift.refresh_lexical_stats(collection => col.name, rebuild => true);
     end if;
     return changed;
 end;

@@ -306,11 +306,12 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 -- Batch work over whole term sets: a nested loop is never the right join
 -- there, and a collection younger than its table's statistics looks empty to
--- the planner, which then nests loops over thousands of terms. A small fold
--- turns them back on (below), for this function only.
+-- the planner, which then nests loops over thousands of terms. (A small
+-- refresh looks its terms up by key instead: `= any (changed)`.)
 set enable_nestloop = off
--- Every statement planned for this call's sizes and join setting (a cached
--- generic plan keeps the joins chosen for another call's).
+-- Every statement planned for this call's arrays and flags (a cached generic
+-- plan keeps the scans chosen for another call's; a custom plan folds
+-- `whole or ...` away and hashes a long `= any`).
 set plan_cache_mode = force_custom_plan
 as $$
 #variable_conflict use_column
@@ -324,14 +325,12 @@ declare
     avgdl    double precision;
     n_chunks double precision;
     deleted  bigint;
-    -- The terms the fold changed (incremental refreshes only; a term written
-    -- and deleted again, or whose chunk was re-analysed, may change by 0).
+    -- The terms the fold changed and by how much (0: written and deleted again,
+    -- or held by a re-analysed chunk), and the lists due for a rebuild.
     changed  text[];
     changes  bigint[];
+    drifted  text[];
     whole    boolean;   -- every term of the collection considered, not only the folded
-    probe    boolean;   -- few enough to look up by key: nested loops on
-    pending_n bigint;
-    terms_est real;
 begin
     if min_df is null or list_size is null or list_fraction is null or max_drift is null
        or min_df < 1 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
@@ -347,53 +346,48 @@ begin
     -- meanwhile.
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
     -- Only a folded term can have crossed min_df either way, lost its list to
-    -- a re-analysed chunk or grown a delta: a refresh looks at those alone
-    -- (its cost follows the write, not the vocabulary), unless the lists were
-    -- built under another min_df (or never, or an upgrade left it unknown),
-    -- or all are rebuilt. Nested loops, off for batch work (above), come back
-    -- on for its lookups when the terms pending are a small share of the
-    -- table's (a whole pass, which reads every term, keeps them off).
+    -- a re-analysed chunk or grown a delta: a refresh looks at those alone,
+    -- by key (`= any (changed)`: index lookups, whatever the planner thinks of
+    -- the collection's size; its cost follows the write, not the
+    -- vocabulary), unless the lists were built under another min_df (or
+    -- never, or an upgrade left it unknown), or all are rebuilt.
     whole := rebuild or (select max(s.lists_min_df) from sift.collection_lexical_stats s
                          where s.collection_id = col.collection_id) is distinct from min_df;
-    select sum(cardinality(p.lexemes)) into pending_n
-    from sift.term_df_pending p where p.collection_id = col.collection_id;
-    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
-    probe := not whole and 8 * coalesce(pending_n, 0) < terms_est;
-    perform pg_catalog.set_config('enable_nestloop', case when probe then 'on' else 'off' end, true);
-    -- Known terms updated (those whose counts cancel out left alone), new ones
-    -- inserted in key order: one insert ... on conflict took a speculative
-    -- insertion per term, 2.5x slower on a first refresh, which inserts every
-    -- term.
     with gone as (
         delete from sift.term_df_pending p
         where p.collection_id = col.collection_id
         returning p.lexemes, p.counts
-    ), delta as materialized (
-        select u.lexeme, sum(u.n)::bigint as n
-        from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
-        group by u.lexeme
+    )
+    select coalesce(pg_catalog.array_agg(d.lexeme), '{}'), coalesce(pg_catalog.array_agg(d.n), '{}')
+    into changed, changes
+    from (select u.lexeme, sum(u.n)::bigint as n
+          from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
+          group by u.lexeme) d;
+    -- Known terms updated (those whose counts cancel out left alone), new ones
+    -- inserted in key order: one insert ... on conflict took a speculative
+    -- insertion per term, 2.5x slower on a first refresh, which inserts every
+    -- term. New: what the update did not return (a hashed anti-join, not a
+    -- second lookup per term).
+    with d as (
+        select u.lexeme, u.n from unnest(changed, changes) as u(lexeme, n)
     ), known as (
         update sift.term_df t set df = t.df + d.n
-        from delta d
-        where t.collection_id = col.collection_id and t.lexeme = d.lexeme and d.n <> 0
-        returning t.lexeme, t.df, d.n
+        from d
+        where t.collection_id = col.collection_id and t.lexeme = any (changed) and t.lexeme = d.lexeme
+          and d.n <> 0
+        returning t.lexeme, t.df
     ), fresh as (
-        -- New: what the update did not find (a set difference, hashed or
-        -- sorted; never a second lookup per term).
         insert into sift.term_df (collection_id, lexeme, df)
-        select col.collection_id, f.lexeme, f.n
-        from (select d.lexeme, d.n from delta d
-              where d.n > 0   -- (a term written and deleted again between refreshes: none)
-              except
-              select k.lexeme, k.n from known k) f
-        order by f.lexeme
+        select col.collection_id, d.lexeme, d.n
+        from d
+        where d.n > 0   -- (a term written and deleted again between refreshes: none)
+          and not exists (select 1 from known k where k.lexeme = d.lexeme)
+        order by d.lexeme
         returning 1
     )
     select (select count(*) from known) + (select count(*) from fresh),
-           array(select k.lexeme from known k where k.df = 0), x.l, x.n
-    into folded, gone_terms, changed, changes
-    from (select pg_catalog.array_agg(d.lexeme) as l, pg_catalog.array_agg(d.n) as n
-          from delta d where not whole) x;
+           array(select k.lexeme from known k where k.df = 0)
+    into folded, gone_terms;
     -- Terms no chunk holds any more (only a folded term can have reached 0).
     delete from sift.term_df t where t.collection_id = col.collection_id and t.lexeme = any (gone_terms);
     with gone as (
@@ -416,36 +410,30 @@ begin
         return;
     end if;
     delete from sift.term_lists l
-    using (select t.lexeme from sift.term_lists t where whole and t.collection_id = col.collection_id
-           union all
-           select u.lexeme from unnest(changed, changes) as u(lexeme, n) where not whole and u.n < 0) c
-    where l.collection_id = col.collection_id and l.lexeme = c.lexeme
+    where l.collection_id = col.collection_id
+      and (whole or l.lexeme = any (changed))
       and not exists (select 1 from sift.term_df t
-                      where t.collection_id = col.collection_id and t.lexeme = l.lexeme
-                        and t.df >= min_df);
+                      where t.collection_id = col.collection_id and (whole or t.lexeme = any (changed))
+                        and t.lexeme = l.lexeme and t.df >= min_df);
 
     -- Lists for terms that became common, and rebuilt where the collection's
     -- k1 or b changed, avgdl drifted or deletions left more than max_drift of
     -- the list's chunks dead since it was built.
+    drifted := array(select l.lexeme from sift.term_lists l
+                     where l.collection_id = col.collection_id
+                       and (rebuild or l.k1_ref <> ref_k1 or l.b_ref <> ref_b
+                            or abs(avgdl / l.avgdl_ref - 1) > max_drift
+                            or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1)));
     insert into sift.list_build_plan
     select col.collection_id, t.lexeme, greatest(list_size, ceil(t.df * list_fraction))::integer, 0, avgdl,
            ref_k1, ref_b, n_chunks, deleted
-    from (select t.lexeme from sift.term_df t where whole and t.collection_id = col.collection_id
-          union all
-          (select u.lexeme from unnest(changed) as u(lexeme) where not whole
-           union
-           select l.lexeme from sift.term_lists l
-           where not whole and l.collection_id = col.collection_id
-             and (l.k1_ref <> ref_k1 or l.b_ref <> ref_b or abs(avgdl / l.avgdl_ref - 1) > max_drift
-                  or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1)))) c
-    join sift.term_df t on t.collection_id = col.collection_id and t.lexeme = c.lexeme
-    left join sift.term_lists l on l.collection_id = t.collection_id and l.lexeme = t.lexeme
-    where t.df >= min_df
-      and (rebuild or l.lexeme is null or l.k1_ref <> ref_k1 or l.b_ref <> ref_b
-           or abs(avgdl / l.avgdl_ref - 1) > max_drift
-           or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1));
-    -- Building lists is batch work over their chunks and entries (hashed).
-    perform pg_catalog.set_config('enable_nestloop', 'off', true);
+    from sift.term_df t
+    where t.collection_id = col.collection_id
+      and (whole or t.lexeme = any (changed) or t.lexeme = any (drifted))
+      and t.df >= min_df
+      and (t.lexeme = any (drifted)
+           or not exists (select 1 from sift.term_lists l
+                          where l.collection_id = col.collection_id and l.lexeme = t.lexeme));
     perform sift._gather_list_entries(col.collection_id, n_chunks);
     built := sift._write_lists(col.collection_id);
 
@@ -454,21 +442,18 @@ begin
     -- the floor only rises). A merge rewrites the list, so waiting for a
     -- quarter of it keeps that to a few entries rewritten per entry added.
     -- (A delta only grows when a chunk holding its term is written: a folded term.)
-    perform pg_catalog.set_config('enable_nestloop', case when probe then 'on' else 'off' end, true);
     insert into sift.list_build_plan
     select col.collection_id, l.lexeme, greatest(list_size, ceil(coalesce(t.df, 0) * list_fraction))::integer,
            l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
     from sift.term_lists l
     join (select d.lexeme, sum(cardinality(d.chunk_ids)) as n
-          from (select t.lexeme from sift.term_lists t where whole and t.collection_id = col.collection_id
-                union all
-                select u.lexeme from unnest(changed) as u(lexeme) where not whole) c
-          join sift.term_deltas d on d.collection_id = col.collection_id and d.lexeme = c.lexeme
+          from sift.term_deltas d
+          where d.collection_id = col.collection_id and (whole or d.lexeme = any (changed))
           group by d.lexeme) d on d.lexeme = l.lexeme
     left join sift.term_df t on t.collection_id = l.collection_id and t.lexeme = l.lexeme
-    where l.collection_id = col.collection_id
+                            and (whole or t.lexeme = any (changed))
+    where l.collection_id = col.collection_id and (whole or l.lexeme = any (changed))
       and d.n >= greatest(100, l.entries / 4);
-    perform pg_catalog.set_config('enable_nestloop', 'off', true);
     insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
     select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
     from sift.list_build_plan p

@@ -526,6 +526,24 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
     check(8)
 
 
+def test_a_new_collection_language_rebuilds_every_list_when_documents_keep_theirs(client, db):
+    """alter_collection drops the lists on a language change and rebuilds them all: where every
+    document names its own language no chunk analyses differently, so no term is folded, and
+    a refresh of the folded terms alone would leave the collection without lists."""
+    rng = np.random.default_rng(22)
+    col = client.create_collection("c", embedding_dims=DIMS)
+    docs = corpus(rng, 300)
+    for d in docs:
+        d.language = "en"
+    client.upsert_documents("c", docs)   # (refreshes with min_df 100)
+    common = {t for t, n in recount(db, col.collection_id)[1].items() if n >= 100}
+    listed = lambda: {r[0] for r in db.execute("select lexeme from sift.term_lists")}  # noqa: E731
+    assert common and listed() == common
+    client.alter_collection("c", search_language="simple")
+    assert listed() == common
+    assert_oracle(client, db, col, rng, 5)
+
+
 def test_refresh_keeps_no_term_that_no_chunk_holds(client, db):
     """The fold drops a term whose last chunk went, and never adds one written and deleted
     again between refreshes; every other term's df is the recount's."""
