@@ -145,7 +145,7 @@ def test_python_values_travel_as_json(client):
                                  per_document_cap=Decimal("3.000"))
     assert d.knobs == {"dense_weight": 0.3, "fetch_k": 20, "per_document_cap": 3}
     assert len(client.search("d", "x", dense_weight=Decimal("0.7"), filter={"year": Decimal("2024")})) == 0
-    for bad in ("NaN", "Infinity", "-Infinity"):
+    for bad in ("NaN", "Infinity", "-Infinity", "1" + "0" * 400 + ".5"):
         with pytest.raises(pgsift.InvalidArgument, match="finite"):
             client.search("d", "x", dense_weight=Decimal(bad))
 

@@ -78,9 +78,11 @@ def _json_value(value: Any, where: str) -> Any:
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, Decimal):   # (a numeric column's value, as psycopg reads it)
-        if not value.is_finite():
+        if value.is_finite() and value == value.to_integral_value():
+            return int(value)
+        if not (value.is_finite() and math.isfinite(float(value))):
             raise InvalidArgument(f"{where} is not a finite number")
-        return int(value) if value == value.to_integral_value() else float(value)
+        return float(value)   # (as a float: 17 significant digits)
     if isinstance(value, str):
         return check_text(value, where)
     if isinstance(value, timedelta):   # days kept apart, as an interval keeps them (no exponent)
