@@ -331,6 +331,7 @@ declare
     changes  bigint[];
     drifted  text[];
     whole    boolean;   -- every term of the collection considered, not only the folded
+    terms_est real;
 begin
     if min_df is null or list_size is null or list_fraction is null or max_drift is null
        or min_df < 1 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
@@ -363,6 +364,11 @@ begin
     from (select u.lexeme, sum(u.n)::bigint as n
           from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
           group by u.lexeme) d;
+    -- Looked up by key while the fold is a small share of the terms (index
+    -- lookups cost ~30x a row of a scan); past that, a scan of every term is
+    -- cheaper, and as right (it is what a whole pass does).
+    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
+    whole := whole or not (32 * cardinality(changed) < terms_est);
     -- Known terms updated (those whose counts cancel out left alone), new ones
     -- inserted in key order: one insert ... on conflict took a speculative
     -- insertion per term, 2.5x slower on a first refresh, which inserts every

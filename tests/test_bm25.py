@@ -461,7 +461,12 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
     another min_df than its lists were built under (or after an upgrade, none recorded), every
     term. Either way the lists are those of the terms in at least min_df chunks, and exact."""
     rng, col = seeded_collection(client, seed=21, docs=200)
-    db.execute("analyze sift.term_df")   # (its row count decides the joins)
+    # Another collection's 3,000 terms: the fold is then a small share of the table's terms,
+    # and every step below looks its terms up by key (a large share scans them all).
+    client.create_collection("pad", embedding_dims=DIMS)
+    client.upsert_documents("pad", [Document(source_uri="pad", chunks=[Chunk(
+        content=" ".join(f"p{i:04d}" for i in range(3000)), embedding=unit(rng.normal(size=DIMS)))])])
+    db.execute("analyze sift.term_df")   # (its row count decides)
 
     def refresh(min_df: int, **more: object) -> None:
         args = "".join(f", {k} => {v}" for k, v in more.items())
@@ -469,13 +474,15 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
                    f"list_fraction => 0{args})", [min_df])
 
     def listed() -> set[str]:
-        return {r[0] for r in db.execute("select lexeme from sift.term_lists")}
+        return {r[0] for r in db.execute("select lexeme from sift.term_lists where collection_id = %s",
+                                         [col.collection_id])}
 
     def check(min_df: int) -> None:
         df = recount(db, col.collection_id)[1]
         assert listed() == {t for t, n in df.items() if n >= min_df}
         assert db.execute("select lists_min_df from sift.collection_lexical_stats "
-                          "where lists_min_df is not null").fetchall() == [(min_df,)]
+                          "where lists_min_df is not null and collection_id = %s",
+                          [col.collection_id]).fetchall() == [(min_df,)]
         assert_oracle(client, db, col, rng, 5)
 
     def one_chunk(uri: str, text: str) -> None:
@@ -504,7 +511,8 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
     # A re-analysed chunk takes its terms' lists; the fold holds those terms, so they come back.
     target, terms = db.execute("select chunk_id, tsvector_to_array(search_vector) from sift.chunks c "
                                "where exists (select 1 from sift.term_lists l, unnest(tsvector_to_array("
-                               "c.search_vector)) u where l.lexeme = u) order by chunk_id limit 1").fetchone()
+                               "c.search_vector)) u where l.lexeme = u) and c.collection_id = %s "
+                               "order by length(c.search_vector), chunk_id limit 1", [col.collection_id]).fetchone()
     db.execute("update sift.chunks set context = 'w299' where chunk_id = %s", [target])
     assert not listed() & set(terms)
     refresh(5)
@@ -521,7 +529,8 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
         refresh(min_df)
         check(min_df)
     db.execute("delete from sift.term_lists where lexeme = %s", [gone])
-    db.execute("update sift.collection_lexical_stats set lists_min_df = null")
+    db.execute("update sift.collection_lexical_stats set lists_min_df = null where collection_id = %s",
+               [col.collection_id])
     refresh(8)
     check(8)
 
