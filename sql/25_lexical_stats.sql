@@ -379,7 +379,7 @@ begin
     ), known as (
         update sift.term_df t set df = t.df + d.n
         from d
-        where t.collection_id = col.collection_id and t.lexeme = any (changed) and t.lexeme = d.lexeme
+        where t.collection_id = col.collection_id and (whole or t.lexeme = any (changed)) and t.lexeme = d.lexeme
           and d.n <> 0
         returning t.lexeme, t.df
     ), fresh as (
