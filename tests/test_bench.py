@@ -492,12 +492,14 @@ def test_run_scale_times_pgsift_beside_the_peers(db):
                     "fts_ts_rank_cd"):
             assert m[leg]["p50"] > 0
         assert m["over_raw_p50"]["hybrid"] == pytest.approx(m["hybrid"]["p50"] / m["raw_pgvector"]["p50"], rel=0.02)
-    for key in ("plain_load_chunks_per_s", "plain_live_chunks_per_s", "client_ingest_chunks_per_s"):
+    for key in ("plain_load_chunks_per_s", "plain_live_chunks_per_s", "client_ingest_chunks_per_s",
+                "client_one_chunks_per_s", "plain_one_chunks_per_s"):
         assert result[key] > 0
     assert result["plain_hnsw_build_s"] >= 0   # (2,000 rows: a fraction of a second)
     table = scale_table(result)
     assert "raw_pgvector" in table and "supabase_hybrid" in table and "p50/raw" in table
     assert "plain table, same rows" in table and "of its rate" in table and "(pgsift " in table
+    assert "a document a call" in table
     assert db.execute("select to_regnamespace('pgsift_peers')").fetchone()[0] is None
 
 

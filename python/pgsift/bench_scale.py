@@ -187,6 +187,19 @@ def _client_ingest(conn: psycopg.Connection[Any], documents: list[Document]) -> 
     return {"client_ingest_chunks_per_s": round(len(documents) * CHUNKS_PER_DOC / seconds, 1)}
 
 
+def _client_ingest_one(conn: psycopg.Connection[Any], documents: list[Document]) -> dict[str, Any]:
+    """As a live application writes: each document its own Client.upsert_documents call (its
+    own transaction and refresh); then removed."""
+    client = Client(conn)
+    t0 = time.perf_counter()
+    for doc in documents:
+        client.upsert_documents(COLLECTION, [doc])
+    seconds = time.perf_counter() - t0
+    for doc in documents:
+        client.delete_document(COLLECTION, doc.source_uri)
+    return {"client_one_chunks_per_s": round(len(documents) * CHUNKS_PER_DOC / seconds, 1)}
+
+
 def plain_source(seed: int) -> bench_plain.Source:
     """The rows build(Corpus(seed), ...) loaded, batch by batch, as COPY data for the plain
     table: a fresh corpus drawn in the same batches draws the same rows."""
@@ -199,14 +212,19 @@ def plain_source(seed: int) -> bench_plain.Source:
     return source
 
 
-def _plain(conn: psycopg.Connection[Any], seed: int, chunks: int, documents: list[Document]) -> dict[str, Any]:
+def _plain(conn: psycopg.Connection[Any], seed: int, chunks: int, documents: list[Document],
+           one_by_one: list[Document]) -> dict[str, Any]:
     """The same rows into a plain table (bulk, as build loads them), then the same
-    documents as _client_ingest wrote, with every index live (pgsift.bench_plain)."""
+    documents as _client_ingest and _client_ingest_one wrote, with every index live
+    (pgsift.bench_plain)."""
     try:
         out = bench_plain.bulk(conn, plain_source(seed), chunks, dims=DIMS, batch=BATCH_CHUNKS)
+        first_id = chunks // CHUNKS_PER_DOC
         if documents:
-            out.update(bench_plain.live(conn, documents, first_id=chunks // CHUNKS_PER_DOC,
-                                        batch_documents=BATCH_DOCUMENTS))
+            out.update(bench_plain.live(conn, documents, first_id=first_id, batch_documents=BATCH_DOCUMENTS))
+        if one_by_one:
+            one = bench_plain.live(conn, one_by_one, first_id=first_id + len(documents), batch_documents=1)
+            out["plain_one_chunks_per_s"] = one["plain_live_chunks_per_s"]
         return out
     finally:
         bench_peers.drop(conn)
@@ -291,10 +309,13 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
     finally:
         bench_peers.drop(conn)
     documents = corpus.documents(0, ingest_docs) if ingest_docs else []
+    # A live application's writes, a document a call (at most 10 of them).
+    one_by_one = corpus.documents(ingest_docs, min(10, ingest_docs)) if ingest_docs else []
     if documents:
         results.update(_client_ingest(conn, documents))
+        results.update(_client_ingest_one(conn, one_by_one))
     if plain:
-        results.update(_plain(conn, seed, n_chunks, documents))
+        results.update(_plain(conn, seed, n_chunks, documents, one_by_one))
 
     sizes: dict[str, float] = dict(conn.execute(q.BENCH_STORAGE).fetchall())
     results["storage_bytes_per_chunk"] = {k: round(float(v) / n_chunks, 1) for k, v in sizes.items()}
@@ -339,6 +360,14 @@ def format_table(result: dict[str, Any]) -> str:
             share = result["client_ingest_chunks_per_s"] / result["plain_live_chunks_per_s"]
             line += (f"; the plain table, same documents, indexes live: {result['plain_live_chunks_per_s']:,} "
                      f"chunks/s (pgsift at {share:.2f} of its rate)")
+        lines.append(line)
+    if "client_one_chunks_per_s" in result:
+        line = (f"a document a call (its own transaction and refresh): {result['client_one_chunks_per_s']:,} "
+                f"chunks/s")
+        if "plain_one_chunks_per_s" in result:
+            share = result["client_one_chunks_per_s"] / result["plain_one_chunks_per_s"]
+            line += (f"; the plain table, same documents: {result['plain_one_chunks_per_s']:,} chunks/s "
+                     f"(pgsift at {share:.2f} of its rate)")
         lines.append(line)
     lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8}")
     for mix, modes in result["modes"].items():
