@@ -555,18 +555,21 @@ begin
            w.lang,
            w.lf
     from w
-    union all
-    -- explain: the passages folded into a merged section, and which hit took them.
-    select f.id, k.document_id, c.name::text, null::integer, f.s, null::timestamptz, 1::double precision,
-           1::double precision, f.s, null::text, null::double precision, null::double precision,
-           null::integer, null::integer, false, 'merged',
-           format('merged: its section (%s) is returned as hit chunk %s (parent_return)', k.section_id, f.into_id),
-           thr is not null, n_below, skipped, false, array[f.id], f.into_id, null::text, null::double precision
-    from unnest(f_id, f_into, f_s) as f(id, into_id, s)
-    join sift.chunks k on k.chunk_id = f.id
-    join unnest(cols) as c on c.collection_id = k.collection_id
-    where every_candidate
-    order by 4 nulls last, 1;
+    order by 4, 1;
+    if every_candidate and cardinality(f_id) > 0 then
+        -- explain: the passages folded into a merged section, and which hit
+        -- took them (a statement of its own: a search never starts its plan).
+        return query
+        select f.id, k.document_id, c.name::text, null::integer, f.s, null::timestamptz, 1::double precision,
+               1::double precision, f.s, null::text, null::double precision, null::double precision,
+               null::integer, null::integer, false, 'merged',
+               format('merged: its section (%s) is returned as hit chunk %s (parent_return)', k.section_id, f.into_id),
+               thr is not null, n_below, skipped, false, array[f.id], f.into_id, null::text, null::double precision
+        from unnest(f_id, f_into, f_s) as f(id, into_id, s)
+        join sift.chunks k on k.chunk_id = f.id
+        join unnest(cols) as c on c.collection_id = k.collection_id
+        order by 1;
+    end if;
 end;
 $$;
 comment on function sift._finalize(sift.collections[], sift.knob_set[], bigint[], double precision[],
@@ -654,6 +657,74 @@ comment on function sift._section_body(bigint) is
     'and their token count (null when one is unknown).';
 
 
+create or replace function sift._windows(
+    hit_ids bigint[], hit_docs bigint[], hit_los integer[], hit_his integer[], hit_ns integer[])
+returns table (chunk_id bigint, window_ids bigint[], window_text text, window_of bigint)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    -- The hits in final order (the first is the best), each with its document,
+    -- the ordinals its text spans (lo..hi) and the neighbours it asks for (n).
+    -- Each hit's window is read by (document, ordinal) around it, and windows
+    -- that overlap become one, held by the best-ranked hit among them
+    -- (window_of points the others at it).
+    if coalesce(cardinality(hit_ids), 0) = 0 then
+        return;   -- no hit asks for neighbours
+    end if;
+    return query
+    with h as (
+        select u.id as chunk_id, u.doc as document_id, u.lo, u.hi, u.n, u.o as final_rank
+        from unnest(hit_ids, hit_docs, hit_los, hit_his, hit_ns) with ordinality as u(id, doc, lo, hi, n, o)
+        where u.n > 0
+    ), w as (
+        -- The window of each hit: n chunks before its first and after its last,
+        -- by ordinal (gaps left by deleted chunks are skipped, not counted).
+        select h.chunk_id, h.document_id, h.final_rank,
+               coalesce((select pg_catalog.min(x.ordinal)
+                         from (select c.ordinal from sift.chunks c
+                               where c.document_id = h.document_id and c.ordinal < h.lo
+                               order by c.ordinal desc limit h.n) x), h.lo) as w_lo,
+               coalesce((select pg_catalog.max(x.ordinal)
+                         from (select c.ordinal from sift.chunks c
+                               where c.document_id = h.document_id and c.ordinal > h.hi
+                               order by c.ordinal limit h.n) x), h.hi) as w_hi
+        from h
+    ), w2 as (
+        select w.*, max(w.w_hi) over (partition by w.document_id order by w.w_lo, w.chunk_id
+                                      rows between unbounded preceding and 1 preceding) as prev_hi
+        from w
+    ), w3 as (
+        -- Overlapping windows of one document form a group.
+        select w2.*, sum(case when w2.prev_hi is null or w2.w_lo > w2.prev_hi then 1 else 0 end)
+                         over (partition by w2.document_id order by w2.w_lo, w2.chunk_id) as g
+        from w2
+    ), grp as (
+        select w3.document_id, w3.g, min(w3.w_lo) as lo, max(w3.w_hi) as hi,
+               (pg_catalog.array_agg(w3.chunk_id order by w3.final_rank))[1] as leader
+        from w3 group by w3.document_id, w3.g
+    ), span as (
+        select grp.leader, s.w_ids, s.w_txt
+        from grp
+        cross join lateral (
+            select pg_catalog.array_agg(c.chunk_id order by c.ordinal) as w_ids,
+                   sift._join_text(pg_catalog.array_agg(c.content order by c.ordinal)) as w_txt
+            from sift.chunks c
+            where c.document_id = grp.document_id and c.ordinal between grp.lo and grp.hi) s
+    )
+    select w3.chunk_id, span.w_ids, span.w_txt, case when grp.leader <> w3.chunk_id then grp.leader end
+    from w3
+    join grp on grp.document_id = w3.document_id and grp.g = w3.g
+    left join span on span.leader = w3.chunk_id;
+end;
+$$;
+comment on function sift._windows(bigint[], bigint[], integer[], integer[], integer[]) is
+    'Internal: the neighbours windows of a search''s hits (given in final order with their document, '
+    'the ordinals their text spans and the neighbours each asks for): the chunks around each, '
+    'overlapping windows joined and held by the best-ranked hit of them.';
+
+
 create or replace function sift._hits(
     cols sift.collections[], knobs sift.knob_set[], pool sift.candidate[], ids bigint[],
     scores double precision[], match_count integer, scored_by text, reranker text,
@@ -668,9 +739,8 @@ set plan_cache_mode = force_generic_plan
 as $$
     -- The kept hits with their text and document: finalize's rows joined by id
     -- (each a lookup by key; never a scan of the documents table). A merged
-    -- hit's text is its section's; with neighbours, each hit's window is read
-    -- by (document, ordinal) around it, and windows that overlap become one,
-    -- held by the best-ranked hit among them (window_of points the others at it).
+    -- hit's text is its section's; with neighbours, each hit's window
+    -- (sift._windows).
     with c as materialized (
         -- Per collection, once: its window and snippet knobs, and for the
         -- snippets of a pool given as ids, the question parsed here.
@@ -705,54 +775,26 @@ as $$
                case when f.merged then s.tokens else f.token_count end as tokens
         from f
         left join lateral (select * from sift._section_body(f.section_id) where f.merged) s on true
-    ), w as (
-        -- The window of each hit: n chunks before its first and after its last,
-        -- by ordinal (gaps left by deleted chunks are skipped, not counted).
-        select f.chunk_id, f.document_id, f.final_rank,
-               coalesce((select min(x.ordinal)
-                         from (select c.ordinal from sift.chunks c
-                               where c.document_id = f.document_id and c.ordinal < b.lo
-                               order by c.ordinal desc limit f.n) x), b.lo) as w_lo,
-               coalesce((select max(x.ordinal)
-                         from (select c.ordinal from sift.chunks c
-                               where c.document_id = f.document_id and c.ordinal > b.hi
-                               order by c.ordinal limit f.n) x), b.hi) as w_hi
-        from f join b on b.chunk_id = f.chunk_id
-        where f.n > 0
-    ), w2 as (
-        select w.*, max(w.w_hi) over (partition by w.document_id order by w.w_lo, w.chunk_id
-                                      rows between unbounded preceding and 1 preceding) as prev_hi
-        from w
-    ), w3 as (
-        -- Overlapping windows of one document form a group.
-        select w2.*, sum(case when w2.prev_hi is null or w2.w_lo > w2.prev_hi then 1 else 0 end)
-                         over (partition by w2.document_id order by w2.w_lo, w2.chunk_id) as g
-        from w2
-    ), grp as (
-        select w3.document_id, w3.g, min(w3.w_lo) as lo, max(w3.w_hi) as hi,
-               (pg_catalog.array_agg(w3.chunk_id order by w3.final_rank))[1] as leader
-        from w3 group by w3.document_id, w3.g
-    ), span as (
-        select grp.leader, s.ids, s.txt
-        from grp
-        cross join lateral (
-            select pg_catalog.array_agg(c.chunk_id order by c.ordinal) as ids,
-                   sift._join_text(pg_catalog.array_agg(c.content order by c.ordinal)) as txt
-            from sift.chunks c
-            where c.document_id = grp.document_id and c.ordinal between grp.lo and grp.hi) s
-    ), win as (
-        select w3.chunk_id, span.ids, span.txt,
-               case when grp.leader <> w3.chunk_id then grp.leader end as window_of
-        from w3
-        join grp on grp.document_id = w3.document_id and grp.g = w3.g
-        left join span on span.leader = w3.chunk_id
+    ), win as materialized (
+        -- The windows, computed apart (sift._windows) and only when a hit
+        -- asks for one: their plan costs every search its start-up otherwise.
+        select x.*
+        from (select pg_catalog.array_agg(f.chunk_id order by f.final_rank) as ids,
+                     pg_catalog.array_agg(f.document_id order by f.final_rank) as docs,
+                     pg_catalog.array_agg(b.lo order by f.final_rank) as los,
+                     pg_catalog.array_agg(b.hi order by f.final_rank) as his,
+                     pg_catalog.array_agg(f.n order by f.final_rank) as ns
+              from f join b on b.chunk_id = f.chunk_id
+              where f.n > 0) a
+        cross join lateral sift._windows(a.ids, a.docs, a.los, a.his, a.ns) x
     )
     select f.final_rank, f.position, f.chunk_id, f.document_id, f.collection_name, d.source_uri,
            d.title, b.lo, b.txt, f.context, d.metadata, f.score, f.base_score, f.pool_rank,
            p.found_by, p.dense_rank, p.dense_distance, p.lexical_rank, p.lexical_score,
            coalesce(p.legs, '{}'), p.lexical_query, f.recency_factor, f.boost, f.threshold_applied, f.below_threshold,
            f.threshold_skipped, reranker, rerank_refused,
-           f.section_id, f.merged, b.ids, f.matched_chunk_ids, b.tokens, win.ids, win.txt, win.window_of,
+           f.section_id, f.merged, b.ids, f.matched_chunk_ids, b.tokens, win.window_ids, win.window_text,
+           win.window_of,
            f.language, f.language_factor, p.lexical_configs,
            case when f.snip is not null
                 then sift._snippet(coalesce(sift.language_config(f.language), f.search_language), b.txt,
