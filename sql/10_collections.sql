@@ -30,6 +30,47 @@ comment on function sift._regconfig(text) is
     'Internal: validates a language name against pg_ts_config (SF004 lists the choices).';
 
 
+create or replace function sift._keep_embeddings_in_row(dims integer)
+returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    saved text := pg_catalog.current_setting('lock_timeout');
+begin
+    -- Search vectors stay in the chunks' rows (storage main, migration 0030)
+    -- while every embedding there fits 1,024 dimensions: past that, a long
+    -- chunk's row (over ~8 kB) would move its embedding out of line instead,
+    -- and every exact scan and distance would read it back. So a collection
+    -- of more dimensions puts them out of line again, once, for rows written
+    -- from then on. The switch waits at most a second for the table (it holds
+    -- every search while it waits); otherwise a warning, and
+    -- sift.ensure_dense_indexes() tries again. Called by the index builders,
+    -- as the table's owner.
+    if dims is null or dims <= 1024
+       or not exists (select 1 from pg_catalog.pg_attribute a
+                      where a.attrelid = 'sift.chunks'::pg_catalog.regclass and a.attname = 'search_vector'
+                        and a.attstorage = 'm') then
+        return;
+    end if;
+    perform pg_catalog.set_config('lock_timeout', '1s', true);
+    begin
+        alter table sift.chunks alter column search_vector set storage extended;
+    exception when lock_not_available then
+        raise warning 'search vectors stay in the chunks'' rows for now: the table was busy'
+            using hint = 'long chunks'' embeddings of ' || dims || ' dimensions are stored out of line until '
+                         'then; run select sift.ensure_dense_indexes() when searches are quiet';
+    end;
+    perform pg_catalog.set_config('lock_timeout', saved, true);
+end;
+$$;
+comment on function sift._keep_embeddings_in_row(integer) is
+    'Internal, writes: for a collection of more than 1,024 dimensions, stores sift.chunks'' search '
+    'vectors out of line from now on (storage extended), so a long chunk''s row moves them out and '
+    'keeps its embedding; waits at most 1 s for the table, else warns (sift.ensure_dense_indexes '
+    'tries again). Run by the index builders as the table''s owner; granted to no role.';
+
+
 create or replace function sift._ensure_dense_index(dims integer, distance sift.distance,
                                                     added_only boolean default false)
 returns text
@@ -61,6 +102,9 @@ begin
         raise exception 'embeddings of % dimensions need pgvector 0.7 or later (halfvec)', dims
             using errcode = 'SF003';
     end if;
+    if not added_only then
+        perform sift._keep_embeddings_in_row(dims);
+    end if;
     -- One partial index per (dimension, distance) on the chunks (the built-in
     -- spaces) and one on sift.chunk_vectors (the added spaces): pgvector needs a
     -- fixed dimension to index, and the predicate keeps other dimensions out.
@@ -83,7 +127,8 @@ $$;
 comment on function sift._ensure_dense_index(integer, sift.distance, boolean) is
     'Internal, writes: creates the partial HNSW indexes for one (dimension, distance) if missing, '
     'on sift.chunks, sift.chunk_vectors and sift.question_vectors (halfvec past 2,000 dimensions, up to 4,000; '
-    'added_only: only the latter, for an added space). '
+    'added_only: only the latter, for an added space); past 1,024 dimensions on sift.chunks, keeps '
+    'search vectors out of line (so embeddings stay in the row). '
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
@@ -167,6 +212,9 @@ begin
                                        when 'inner_product' then '_ip_ops' end;
     if kind = 'halfvec' and pg_catalog.to_regtype('@extschema:vector@.halfvec') is null then
         raise exception 'a half-precision index needs pgvector 0.7 or later (halfvec)' using errcode = 'SF003';
+    end if;
+    if s.builtin then
+        perform sift._keep_embeddings_in_row(s.dimensions);
     end if;
     name := sift._space_index_name(s);
     if pg_catalog.to_regclass(pg_catalog.format('sift.%I', name)) is null then

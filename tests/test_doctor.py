@@ -26,7 +26,8 @@ def test_doctor_reads_the_settings_and_the_indexes(db):
     db.execute("set random_page_cost = 4")
     found = by_name(doctor.checks(db))
     assert list(found) == ["hnsw indexes in shared_buffers", "hnsw builds in maintenance_work_mem",
-                           "parallel index builds", "pgvector", "jit", "random_page_cost", "lexical statistics"]
+                           "parallel index builds", "pgvector", "jit", "random_page_cost",
+                           "search vectors in the row", "lexical statistics"]
     assert found["hnsw indexes in shared_buffers"].status == "ok"          # a few MB in 128 MB
     assert found["hnsw builds in maintenance_work_mem"].status == "warn"
     assert "maintenance_work_mem to" in found["hnsw builds in maintenance_work_mem"].advice
@@ -40,9 +41,26 @@ def test_doctor_reads_the_settings_and_the_indexes(db):
     assert all(found[n].status == "ok" for n in ("hnsw builds in maintenance_work_mem", "jit", "random_page_cost"))
 
 
+def test_doctor_says_where_search_vectors_are_stored(db):
+    def vectors():
+        return by_name(doctor.checks(db))["search vectors in the row"]
+
+    client = Client(db)
+    client.create_collection("kb", embedding_dims=128)
+    assert vectors().status == "ok" and "storage main" in vectors().value and "128" in vectors().value
+    client.create_collection("openai", embedding_dims=1536)    # out of line from here on
+    assert vectors().status == "ok" and "storage extended" in vectors().value and "1536" in vectors().value
+    db.execute("alter table sift.chunks alter column search_vector set storage main")
+    assert vectors().status == "warn" and "sift.ensure_dense_indexes()" in vectors().advice
+    client.drop_collection("openai")
+    db.execute("drop index sift.chunks_hnsw_cosine_1536")
+    db.execute("alter table sift.chunks alter column search_vector set storage extended")
+    assert vectors().status == "info" and "SET STORAGE main" in vectors().advice
+
+
 def test_doctor_from_the_command_line(dsn, capsys):
     assert main(["doctor", "--dsn", dsn, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == 7 and {r["status"] for r in rows} <= {"ok", "warn", "info"}
+    assert len(rows) == 8 and {r["status"] for r in rows} <= {"ok", "warn", "info"}
     assert main(["doctor", "--dsn", dsn]) == 0
     assert "hnsw indexes in shared_buffers" in capsys.readouterr().out

@@ -811,6 +811,18 @@ order by 1
 
 DOCTOR_PGVECTOR = "select extversion from pg_catalog.pg_extension where extname = 'vector'"
 
+# Where search vectors are stored, and the largest embedding on sift.chunks (from the shared
+# HNSW indexes' names, chunks_hnsw_<distance>_<dims>: the catalog, whatever the role's tenant).
+DOCTOR_SEARCH_VECTORS = """
+select a.attstorage::text,
+       (select max((pg_catalog.substring(c.relname::text, '_([0-9]+)$'))::integer)
+        from pg_catalog.pg_class c
+        where c.relnamespace = 'sift'::regnamespace and c.relkind = 'i'
+          and c.relname ~ '^chunks_hnsw_(cosine|l2|inner_product)_[0-9]+$')
+from pg_catalog.pg_attribute a
+where a.attrelid = 'sift.chunks'::regclass and a.attname = 'search_vector'
+"""
+
 # The planner's estimate (kept by autovacuum): counting would scan the table.
 DOCTOR_PENDING_STATS = """
 select greatest(c.reltuples, 0)::bigint from pg_catalog.pg_class c where c.oid = 'sift.term_df_pending'::regclass
