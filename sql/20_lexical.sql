@@ -179,6 +179,28 @@ comment on function sift._bm25_part(double precision, double precision, double p
     'body is double precision arithmetic only, which pg_catalog resolves first on any path.';
 
 
+create or replace function sift._bm25_term(
+    idf double precision, tf double precision, dl double precision, kp1 double precision,
+    kb0 double precision, kbl double precision)
+returns double precision
+language sql immutable parallel safe security invoker
+as $$
+    -- Rounded down to a multiple of 2^-36 (multiplying and dividing by a power
+    -- of two is exact). A term gives less than 2^8 (idf under 22, k1 at most
+    -- 10), so a chunk's sum of up to 2^9 terms is a multiple of 2^-36 below
+    -- 2^17: within a double's 53 bits, every addition exact. A chunk then
+    -- scores the same float in any order of its terms, on every path, and no
+    -- sort has to fix the order. Each term loses under 1.5e-11 and never
+    -- gains, so the lists' impacts stay upper bounds.
+    select pg_catalog.floor(idf * sift._bm25_part(tf, dl, kp1, kb0, kbl) * 68719476736::double precision)
+           / 68719476736::double precision
+$$;
+comment on function sift._bm25_term(double precision, double precision, double precision, double precision,
+    double precision, double precision) is
+    'Internal: one term''s BM25 contribution, idf x sift._bm25_part, rounded down to a multiple of '
+    '2^-36, so a chunk''s sum of them is exact and the same in any order. Not pinned so it inlines.';
+
+
 create or replace function sift._bm25_impact(
     tf double precision, dl double precision, avgdl double precision,
     k1 double precision, b double precision)
@@ -204,16 +226,16 @@ as $$
     -- Exact BM25 of the given chunks. The query's lexemes are picked out of the
     -- stored vector in one pass (every weight reset to D, the query's set to A,
     -- then only A kept): tf is the count of positions, the same count the
-    -- statistics use. Terms are summed bytewise, as the lists' sums are (float
-    -- addition depends on the order; a plan that sorts by chunk may reorder
-    -- them), so a chunk scores the same whichever path scored it.
+    -- statistics use. Each term's part is rounded as the lists' sums round it
+    -- (sift._bm25_term: sums exact in any order), so a chunk scores the same
+    -- whichever path scored it.
     -- The chunks are fetched by id first (offset 0): left to itself, a generic
     -- plan ANDs the id lookup with the text index, which for common terms
     -- decodes every matching chunk's entry (~120 ms at a million chunks).
     select c.chunk_id,
-           pg_catalog.sum(idfs[pg_catalog.array_position(terms, u.lexeme)]
-               * sift._bm25_part(pg_catalog.array_length(u.positions, 1), c.lexical_length,
-                                 k.kp1, k.kb0, k.kbl) order by u.lexeme collate "C") as score
+           pg_catalog.sum(sift._bm25_term(idfs[pg_catalog.array_position(terms, u.lexeme)],
+                                          pg_catalog.array_length(u.positions, 1), c.lexical_length,
+                                          k.kp1, k.kb0, k.kbl)) as score
     from (select k1 + 1 as kp1, k1 * (1 - b) as kb0, k1 * b / nullif(avgdl, 0) as kbl offset 0) k
     cross join (select c.chunk_id, c.document_id, c.search_vector, c.lexical_length
                 from sift.chunks c where c.chunk_id = any (ids) offset 0) c
@@ -376,7 +398,7 @@ declare
     budget      bigint := knobs.lexical_budget;
     exact_limit bigint := knobs.lexical_exact_limit;
     -- Whole lists are summed while the terms' chunk counts add up to at most
-    -- this (an entry summed ~2 us, a stored vector scored ~15-20 us): the
+    -- this (an entry summed ~2 us, a stored vector scored ~10-20 us): the
     -- path is exact and, past lexical_exact_limit too, cheaper than reading
     -- the lists by rounds.
     list_limit  bigint := knobs.lexical_list_limit;
@@ -419,8 +441,8 @@ declare
     kbl        double precision;
     -- Whether a chunk need only hold a term to match (no required phrase or
     -- exclusion). Then match is not tested again in each stored vector (read
-    -- from its TOAST table once per test, ~5 us a chunk): a chunk holding none
-    -- of the terms scores nothing anyway.
+    -- again for each test, from its TOAST table where it is out of line, ~5 us
+    -- a chunk): a chunk holding none of the terms scores nothing anyway.
     plain      boolean := match = sift._tsquery_or(terms);
     rematch    tsquery := case when plain then null else match end;
 begin
@@ -493,8 +515,8 @@ begin
     -- at most lexical_list_limit and a chunk need only hold a term to match
     -- (no required phrase or exclusion), the lists are the postings: a chunk
     -- holding no rare term scores the sum of its entries, exactly what its
-    -- stored vector gives (tf and dl as written; summed in the vector's
-    -- lexeme order, bytewise, so the float sums are the same too). No stored
+    -- stored vector gives (tf and dl as written; each term's part rounded by
+    -- sift._bm25_term, so the float sums are the same too). No stored
     -- vector is read; only whether the best chunks still exist (a deleted
     -- chunk stays in its lists until they are rebuilt; a re-analysed one takes
     -- its terms' lists with it) and pass the filter, best first, until n do.
@@ -512,16 +534,17 @@ begin
                 select u.l, u.idf
                 from unnest(t_lexeme, t_listed, t_idf) u(l, listed, idf)
                 where u.listed
-            ), p as (
-                select e.lexeme as l, e.chunk_id, e.tf, e.dl
-                from sift._list_entries(col.collection_id, t_common, 2147483647) e
             ), s as (
-                select p.chunk_id,
-                       sum(t.idf * sift._bm25_part(p.tf, p.dl, kp1, kb0, kbl) order by p.l collate "C") as score
-                from p join terms t on t.l = p.l
-                left join unnest(scored) as done(chunk_id) on done.chunk_id = p.chunk_id
-                where done.chunk_id is null   -- those holding a rare term are scored already
-                group by p.chunk_id
+                -- Each term's entries read beside its idf (no join of every
+                -- entry back to its term), summed in any order (exact:
+                -- sift._bm25_term); those holding a rare term are scored already.
+                select x.chunk_id, x.score
+                from (select e.chunk_id, sum(sift._bm25_term(t.idf, e.tf, e.dl, kp1, kb0, kbl)) as score
+                      from terms t
+                      cross join lateral sift._list_entries(col.collection_id, array[t.l], 2147483647) e
+                      group by e.chunk_id) x
+                left join unnest(scored) as done(chunk_id) on done.chunk_id = x.chunk_id
+                where done.chunk_id is null
             ), o as materialized (
                 select s.chunk_id, s.score from s order by s.score desc, s.chunk_id limit cap
             ), l as materialized (
@@ -592,9 +615,6 @@ begin
             select u.l, u.idf, u.floor, u.drift
             from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
             where u.listed
-        ), r as (
-            select e.lexeme as l, e.chunk_id, e.tf, e.dl
-            from sift._list_entries(col.collection_id, t_common, depth) e
         ), term_bound as (
             -- Unread chunks of a list score at most its next block's best
             -- impact (the floor past the end), times the avgdl drift since
@@ -605,11 +625,13 @@ begin
             left join sift.term_blocks nb
                    on nb.collection_id = col.collection_id and nb.lexeme = terms.l and nb.block_no = depth
         ), seen as materialized (
-            select r.chunk_id,
-                   sum(tb.idf * sift._bm25_part(r.tf, r.dl, kp1, kb0, kbl)) as known,
+            -- Each list read to depth beside its term's idf and bound.
+            select e.chunk_id,
+                   sum(sift._bm25_term(tb.idf, e.tf, e.dl, kp1, kb0, kbl)) as known,
                    sum(tb.b_t) as read_bound
-            from r join term_bound tb on tb.l = r.l
-            group by r.chunk_id
+            from term_bound tb
+            cross join lateral sift._list_entries(col.collection_id, array[tb.l], depth) e
+            group by e.chunk_id
         ), fresh as materialized (
             select s.chunk_id, s.known, s.known - s.read_bound as gain
             from seen s
