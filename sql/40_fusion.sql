@@ -128,20 +128,26 @@ as $$
     -- when hybrid is on (or there is no embedding) and the text has terms. The
     -- query is parsed in the question's language when it is known, else with
     -- every configuration the collection's documents use.
-    with cfg as (
-        select case when knobs.query_language is not null
+    -- No text, or hybrid off with an embedding: nothing is parsed or looked up.
+    with t as (
+        select case when (knobs.hybrid or not has_embedding) and query_text <> '' then query_text end as txt
+    ), cfg as (
+        select t.txt,
+               case when t.txt is null then null
+                    when knobs.query_language is not null
                     then array[sift.language_config(knobs.query_language)]
                     else array[col.search_language]
                          || array(select c.config from sift.collection_configs c
                                   where c.collection_id = col.collection_id
                                     and c.config <> col.search_language
                                   order by c.config::text) end as configs
+        from t
     ), q as (
         select p.match, p.terms, p.lift, p.sink, cfg.configs
         from cfg
-        cross join lateral sift._parse_query(
-            case when knobs.hybrid or not has_embedding then query_text end,
-            cfg.configs, knobs.max_query_terms, knobs.quoted_text = 'require') p)
+        left join lateral (select * from sift._parse_query(cfg.txt, cfg.configs, knobs.max_query_terms,
+                                                           knobs.quoted_text = 'require')
+                           where cfg.txt is not null) p on true)
     select array_remove(array[case when has_embedding then 'dense' end,
                               case when q.match is not null then 'lexical' end], null),
            q.match, q.terms, q.lift, q.sink,

@@ -766,15 +766,17 @@ as $$
         -- read the whole pool again for each).
         select * from pg_catalog.unnest(pool)
     ), b as (
-        -- What each hit's text spans: its chunk, or its whole section when merged.
-        select f.chunk_id,
-               case when f.merged then s.ids else array[f.chunk_id] end as ids,
-               case when f.merged then s.lo else f.ordinal end as lo,
-               case when f.merged then s.hi else f.ordinal end as hi,
-               case when f.merged then s.txt else f.content end as txt,
-               case when f.merged then s.tokens else f.token_count end as tokens
+        -- What each hit's text spans: its chunk, or its whole section when
+        -- merged (read only for those).
+        select f.chunk_id, array[f.chunk_id] as ids, f.ordinal as lo, f.ordinal as hi, f.content as txt,
+               f.token_count as tokens
         from f
-        left join lateral (select * from sift._section_body(f.section_id) where f.merged) s on true
+        where not f.merged
+        union all
+        select f.chunk_id, s.ids, s.lo, s.hi, s.txt, s.tokens
+        from f
+        cross join lateral sift._section_body(f.section_id) s
+        where f.merged
     ), win as materialized (
         -- The windows, computed apart (sift._windows) and only when a hit
         -- asks for one: their plan costs every search its start-up otherwise.
