@@ -172,10 +172,11 @@ declare
     k      record;
     out    sift.knob_set;
 begin
-    -- Defaults, then the collection's values, then the call's (already
-    -- checked by sift._check_knobs; an object holds a value per collection).
-    select jsonb_object_agg(d.name, d.default_value) into merged from sift.knob_defs d;
-    merged := merged || sift._expand_preset(col.knobs);
+    -- The collection's values, then the call's (already checked by
+    -- sift._check_knobs; an object holds a value per collection), then in
+    -- one pass over the definitions: a default for every knob left unset,
+    -- and for JSON null ("off") the value off stands for.
+    merged := coalesce(sift._expand_preset(col.knobs), '{}');
     for k in select e.key, e.value from jsonb_each(coalesce(call, '{}')) e loop
         if jsonb_typeof(k.value) <> 'object' then
             merged := jsonb_set(merged, array[k.key], k.value);
@@ -183,9 +184,10 @@ begin
             merged := jsonb_set(merged, array[k.key], k.value -> col.name);
         end if;
     end loop;
-    -- JSON null is "off": the value off stands for.
-    merged := merged || coalesce((select jsonb_object_agg(d.name, d.off_value) from sift.knob_defs d
-                                  where d.can_be_off and merged -> d.name = 'null'::jsonb), '{}');
+    select jsonb_object_agg(d.name, case when d.can_be_off and v.v = 'null'::jsonb then d.off_value else v.v end)
+    into merged
+    from sift.knob_defs d
+    cross join lateral (select coalesce(merged -> d.name, d.default_value) as v) v;
     begin
         out := jsonb_populate_record(null::sift.knob_set, merged);
     exception when data_exception then
