@@ -372,6 +372,43 @@ comment on function sift._lift_and_sink(bigint[], double precision[], tsquery, t
     'the chunks that hold them, ranked again.';
 
 
+create or replace function sift._term_stats(
+    collection_id bigint, terms text[], n_chunks double precision, avgdl double precision,
+    k1 double precision, b double precision,
+    out lexemes text[], out idfs double precision[], out listed boolean[], out floors double precision[],
+    out drifts double precision[], out df_sum double precision)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+-- One generic plan a session: in the lexical leg's body, PL/pgSQL kept choosing
+-- a custom plan for this statement and planned it again on every search (~0.5 ms).
+set plan_cache_mode = force_generic_plan
+as $$
+    -- Per term that occurs in the collection, in lexeme order: exact df from
+    -- the ledger, Lucene's idf, and whether it has an impact list valid for
+    -- these k1 and b (drift: how far avgdl has grown since).
+    select pg_catalog.array_agg(q.lexeme order by q.lexeme),
+           pg_catalog.array_agg(pg_catalog.ln(1 + (n_chunks - d.df + 0.5) / (d.df + 0.5)) order by q.lexeme),
+           pg_catalog.array_agg(l.lexeme is not null and l.k1_ref = k1 and l.b_ref = b order by q.lexeme),
+           pg_catalog.array_agg(coalesce(l.floor_impact, 0) order by q.lexeme),
+           pg_catalog.array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme),
+           pg_catalog.sum(d.df)::double precision
+    from pg_catalog.unnest(terms) as q(lexeme)
+    cross join lateral (
+        select coalesce((select t.df from sift.term_df t
+                         where t.collection_id = _term_stats.collection_id and t.lexeme = q.lexeme), 0)
+             + coalesce((select pg_catalog.sum(p.counts[pg_catalog.array_position(p.lexemes, q.lexeme)])
+                         from sift.term_df_pending p
+                         where p.collection_id = _term_stats.collection_id), 0) as df) d
+    left join sift.term_lists l on l.collection_id = _term_stats.collection_id and l.lexeme = q.lexeme
+    where d.df > 0
+$$;
+comment on function sift._term_stats(bigint, text[], double precision, double precision, double precision,
+    double precision) is
+    'Internal: the query terms that occur in a collection, in lexeme order, with their BM25 idf (exact df, '
+    'pending counts included), whether each has an impact list valid for k1 and b, its floor and avgdl '
+    'drift, and the sum of their df.';
+
+
 create or replace function sift._lexical_leg(
     col     sift.collections,
     knobs   sift.knob_set,
@@ -470,24 +507,10 @@ begin
         return;
     end if;
 
-    -- Per term: exact df from the ledger, Lucene's idf, and whether it has an
-    -- impact list valid for these k1 and b (drift: how far avgdl has grown since).
-    select array_agg(q.lexeme order by q.lexeme),
-           array_agg(ln(1 + (n_chunks - d.df + 0.5) / (d.df + 0.5)) order by q.lexeme),
-           array_agg(l.lexeme is not null and l.k1_ref = k1 and l.b_ref = b order by q.lexeme),
-           array_agg(coalesce(l.floor_impact, 0) order by q.lexeme),
-           array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme),
-           sum(d.df)
+    -- Per term: exact df, idf, and whether it has a valid impact list.
+    select s.lexemes, s.idfs, s.listed, s.floors, s.drifts, s.df_sum
     into t_lexeme, t_idf, t_listed, t_floor, t_drift, df_sum
-    from unnest(terms) as q(lexeme)
-    cross join lateral (
-        select coalesce((select t.df from sift.term_df t
-                         where t.collection_id = col.collection_id and t.lexeme = q.lexeme), 0)
-             + coalesce((select sum(p.counts[pg_catalog.array_position(p.lexemes, q.lexeme)])
-                         from sift.term_df_pending p
-                         where p.collection_id = col.collection_id), 0) as df) d
-    left join sift.term_lists l on l.collection_id = col.collection_id and l.lexeme = q.lexeme
-    where d.df > 0;
+    from sift._term_stats(col.collection_id, terms, n_chunks, avgdl, k1, b) s;
     if t_lexeme is null then
         return;   -- no query term occurs in this collection
     end if;
@@ -497,12 +520,14 @@ begin
     rare := sift._tsquery_or(array(select u.l from unnest(t_lexeme, t_listed) u(l, listed)
                                    where not u.listed));
     if rare is not null then
+        -- (Not run without rare terms: planned for an empty set, the
+        -- statement was planned again on every search.)
         rare_ids := sift._matching_chunks(col.collection_id, rare, n_chunks);
+        select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
+               array_agg(x.score order by x.score desc, x.chunk_id)
+        into best, scores
+        from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, rematch, fpath, n) x;
     end if;
-    select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
-           array_agg(x.score order by x.score desc, x.chunk_id)
-    into best, scores
-    from sift._bm25_scores(rare_ids, t_lexeme, t_idf, avgdl, k1, b, rematch, fpath, n) x;
     scored := rare_ids;
     -- Blocks per list the budget allows (reads restart from the top, so the
     -- rounds before the last add at most a third of it).
