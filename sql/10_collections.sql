@@ -30,7 +30,7 @@ comment on function sift._regconfig(text) is
     'Internal: validates a language name against pg_ts_config (SF004 lists the choices).';
 
 
-create or replace function sift._keep_embeddings_in_row(dims integer)
+create or replace function sift._set_search_vector_storage(dims integer)
 returns void
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -41,19 +41,31 @@ begin
     -- Search vectors stay in the chunks' rows (storage main, migration 0030)
     -- while every embedding there fits 1,024 dimensions: past that, a long
     -- chunk's row (over ~8 kB) would move its embedding out of line instead,
-    -- and every exact scan and distance would read it back. So a collection
-    -- of more dimensions puts them out of line again, once, for rows written
-    -- from then on. The switch waits at most a second for the table (it holds
-    -- every search while it waits); otherwise a warning, and
-    -- sift.ensure_dense_indexes() tries again. Called by the index builders,
-    -- as the table's owner.
+    -- and every exact scan and distance would read it back. So a built-in
+    -- space of more dimensions puts them out of line again, once, for rows
+    -- written from then on. Called by the index builders, as the table's
+    -- owner, after their builds.
     if dims is null or dims <= 1024
        or not exists (select 1 from pg_catalog.pg_attribute a
                       where a.attrelid = 'sift.chunks'::pg_catalog.regclass and a.attname = 'search_vector'
                         and a.attstorage = 'm') then
         return;
     end if;
-    perform pg_catalog.set_config('lock_timeout', '1s', true);
+    -- The switch locks the table against every tenant's searches until the
+    -- transaction ends, which a tenant's admin must not be able to hold
+    -- open: only the operator's session switches. Others get a notice (and
+    -- pgsift doctor a warning) until the operator runs ensure_dense_indexes.
+    if not sift._is_operator(session_user) then
+        raise notice 'search vectors stay in the chunks'' rows: only the operator moves them out of line'
+            using hint = 'long chunks'' embeddings of ' || dims || ' dimensions are stored out of line until '
+                         'the operator runs select sift.ensure_dense_indexes()';
+        return;
+    end if;
+    -- It waits at most a second for the table (or the caller's shorter
+    -- lock_timeout): searches queue behind it while it waits.
+    perform pg_catalog.set_config('lock_timeout',
+                                  case when saved::interval > '0'::interval and saved::interval < '1s'::interval
+                                       then saved else '1s' end, true);
     begin
         alter table sift.chunks alter column search_vector set storage extended;
     exception when lock_not_available then
@@ -64,11 +76,12 @@ begin
     perform pg_catalog.set_config('lock_timeout', saved, true);
 end;
 $$;
-comment on function sift._keep_embeddings_in_row(integer) is
-    'Internal, writes: for a collection of more than 1,024 dimensions, stores sift.chunks'' search '
+comment on function sift._set_search_vector_storage(integer) is
+    'Internal, writes: for a built-in space of more than 1,024 dimensions, stores sift.chunks'' search '
     'vectors out of line from now on (storage extended), so a long chunk''s row moves them out and '
-    'keeps its embedding; waits at most 1 s for the table, else warns (sift.ensure_dense_indexes '
-    'tries again). Run by the index builders as the table''s owner; granted to no role.';
+    'keeps its embedding. Only in the operator''s session (the table is locked against searches until '
+    'commit), waiting at most 1 s for it, else a warning (sift.ensure_dense_indexes tries again); '
+    'others get a notice. Run by the index builders as the table''s owner; granted to no role.';
 
 
 create or replace function sift._ensure_dense_index(dims integer, distance sift.distance,
@@ -102,9 +115,6 @@ begin
         raise exception 'embeddings of % dimensions need pgvector 0.7 or later (halfvec)', dims
             using errcode = 'SF003';
     end if;
-    if not added_only then
-        perform sift._keep_embeddings_in_row(dims);
-    end if;
     -- One partial index per (dimension, distance) on the chunks (the built-in
     -- spaces) and one on sift.chunk_vectors (the added spaces): pgvector needs a
     -- fixed dimension to index, and the predicate keeps other dimensions out.
@@ -121,6 +131,9 @@ begin
                 names[i], tables[i], kind, dims, opclass, dims);
         end if;
     end loop;
+    if not added_only then
+        perform sift._set_search_vector_storage(dims);
+    end if;
     return index_name;
 end;
 $$;
@@ -128,7 +141,7 @@ comment on function sift._ensure_dense_index(integer, sift.distance, boolean) is
     'Internal, writes: creates the partial HNSW indexes for one (dimension, distance) if missing, '
     'on sift.chunks, sift.chunk_vectors and sift.question_vectors (halfvec past 2,000 dimensions, up to 4,000; '
     'added_only: only the latter, for an added space); past 1,024 dimensions on sift.chunks, keeps '
-    'search vectors out of line (so embeddings stay in the row). '
+    'search vectors out of line (sift._set_search_vector_storage). '
     'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
 
 
@@ -213,9 +226,6 @@ begin
     if kind = 'halfvec' and pg_catalog.to_regtype('@extschema:vector@.halfvec') is null then
         raise exception 'a half-precision index needs pgvector 0.7 or later (halfvec)' using errcode = 'SF003';
     end if;
-    if s.builtin then
-        perform sift._keep_embeddings_in_row(s.dimensions);
-    end if;
     name := sift._space_index_name(s);
     if pg_catalog.to_regclass(pg_catalog.format('sift.%I', name)) is null then
         -- Behind a long write, wait 5 s at most rather than queue every
@@ -230,6 +240,9 @@ begin
             case when s.builtin then 'collection_id' else 'space_id' end,
             case when s.builtin then s.collection_id else s.space_id end);
         perform pg_catalog.set_config('lock_timeout', saved, true);
+    end if;
+    if s.builtin then
+        perform sift._set_search_vector_storage(s.dimensions);
     end if;
     return name;
 end;

@@ -186,12 +186,13 @@ returns double precision
 language sql immutable parallel safe security invoker
 as $$
     -- Rounded down to a multiple of 2^-36 (multiplying and dividing by a power
-    -- of two is exact). A term gives less than 2^8 (idf under 22, k1 at most
-    -- 10), so a chunk's sum of up to 2^9 terms is a multiple of 2^-36 below
-    -- 2^17: within a double's 53 bits, every addition exact. A chunk then
-    -- scores the same float in any order of its terms, on every path, and no
-    -- sort has to fix the order. Each term loses under 1.5e-11 and never
-    -- gains, so the lists' impacts stay upper bounds.
+    -- of two is exact). A sum of such multiples below 2^17 fits a double's 53
+    -- bits, so every addition is exact while a chunk's score stays below
+    -- 131,072; a term gives less than 2^8 (idf under 22, k1 at most 10), so a
+    -- chunk would have to hold over 500 of the query's terms to pass it. A
+    -- chunk then scores the same float in any order of its terms, on every
+    -- path, and no sort has to fix the order. Each term loses under 1.5e-11
+    -- and never gains, so the lists' impacts stay upper bounds.
     select pg_catalog.floor(idf * sift._bm25_part(tf, dl, kp1, kb0, kbl) * 68719476736::double precision)
            / 68719476736::double precision
 $$;
@@ -379,20 +380,25 @@ create or replace function sift._term_stats(
     out drifts double precision[], out df_sum double precision)
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
--- One generic plan a session: in the lexical leg's body, PL/pgSQL kept choosing
--- a custom plan for this statement and planned it again on every search (~0.5 ms).
+-- One generic plan a session (PostgreSQL 18 caches SQL functions' plans; before
+-- it, the body is planned every call, as the statement was): in the lexical
+-- leg's body, PL/pgSQL kept choosing a custom plan for it and planned it again
+-- on every search (~0.5 ms).
 set plan_cache_mode = force_generic_plan
 as $$
     -- Per term that occurs in the collection, in lexeme order: exact df from
     -- the ledger, Lucene's idf, and whether it has an impact list valid for
     -- these k1 and b (drift: how far avgdl has grown since).
     select pg_catalog.array_agg(q.lexeme order by q.lexeme),
-           pg_catalog.array_agg(pg_catalog.ln(1 + (n_chunks - d.df + 0.5) / (d.df + 0.5)) order by q.lexeme),
-           pg_catalog.array_agg(l.lexeme is not null and l.k1_ref = k1 and l.b_ref = b order by q.lexeme),
+           pg_catalog.array_agg(pg_catalog.ln(1 + (_term_stats.n_chunks - d.df + 0.5) / (d.df + 0.5))
+                                order by q.lexeme),
+           pg_catalog.array_agg(l.lexeme is not null and l.k1_ref = _term_stats.k1 and l.b_ref = _term_stats.b
+                                order by q.lexeme),
            pg_catalog.array_agg(coalesce(l.floor_impact, 0) order by q.lexeme),
-           pg_catalog.array_agg(greatest(1, avgdl / coalesce(l.avgdl_ref, avgdl)) order by q.lexeme),
+           pg_catalog.array_agg(greatest(1, _term_stats.avgdl / coalesce(l.avgdl_ref, _term_stats.avgdl))
+                                order by q.lexeme),
            pg_catalog.sum(d.df)::double precision
-    from pg_catalog.unnest(terms) as q(lexeme)
+    from pg_catalog.unnest(_term_stats.terms) as q(lexeme)
     cross join lateral (
         select coalesce((select t.df from sift.term_df t
                          where t.collection_id = _term_stats.collection_id and t.lexeme = q.lexeme), 0)
@@ -435,7 +441,7 @@ declare
     budget      bigint := knobs.lexical_budget;
     exact_limit bigint := knobs.lexical_exact_limit;
     -- Whole lists are summed while the terms' chunk counts add up to at most
-    -- this (an entry summed ~2 us, a stored vector scored ~10-20 us): the
+    -- this (an entry summed ~2 us, a stored vector scored ~10 us in the row): the
     -- path is exact and, past lexical_exact_limit too, cheaper than reading
     -- the lists by rounds.
     list_limit  bigint := knobs.lexical_list_limit;

@@ -787,7 +787,8 @@ as $$
                      pg_catalog.array_agg(b.hi order by f.final_rank) as his,
                      pg_catalog.array_agg(f.n order by f.final_rank) as ns
               from f join b on b.chunk_id = f.chunk_id
-              where f.n > 0) a
+              where f.n > 0
+              having pg_catalog.count(*) > 0) a
         cross join lateral sift._windows(a.ids, a.docs, a.los, a.his, a.ns) x
     )
     select f.final_rank, f.position, f.chunk_id, f.document_id, f.collection_name, d.source_uri,

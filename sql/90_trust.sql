@@ -157,7 +157,7 @@ revoke execute on function sift._ensure_space_index(bigint, name), sift._drop_or
     from sift_reader, sift_gateway;
 grant execute on function sift._ensure_space_index(bigint, name), sift._drop_orphan_indexes(text) to sift_admin;
 -- The builders' helper that changes the chunks table's storage runs only inside them, as its owner.
-revoke execute on function sift._keep_embeddings_in_row(integer) from sift_reader, sift_gateway;
+revoke execute on function sift._set_search_vector_storage(integer) from sift_reader, sift_gateway;
 -- and the one that cleans the text index's pending list is for writers (refresh runs it).
 revoke execute on function sift._clean_text_index() from sift_reader, sift_gateway;
 grant execute on function sift._clean_text_index() to sift_writer;

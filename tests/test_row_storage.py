@@ -1,14 +1,14 @@
-"""Where a chunk's search vector lives (migration 0030, sift._keep_embeddings_in_row): in the
+"""Where a chunk's search vector lives (migration 0030, sift._set_search_vector_storage): in the
 row (storage main), so the lexical leg reads it without a TOAST lookup, while every embedding
 on sift.chunks fits 1,024 dimensions; out of line once a larger collection exists, so a long
-chunk's row moves its vector out and keeps its embedding. The switch waits at most a second
-for the table and says so when it cannot have it; sift.ensure_dense_indexes() tries again."""
+chunk's row moves its vector out and keeps its embedding. Only the operator's session switches
+(the table is locked against every search until commit), waiting at most a second for it and
+saying so when it cannot have it; sift.ensure_dense_indexes() tries again."""
 
 from __future__ import annotations
 
 import numpy as np
 import psycopg
-import pytest
 from conftest import unit
 from pgsift import Chunk, Client, Document
 
@@ -96,7 +96,31 @@ def test_the_switch_waits_a_second_for_a_busy_table(db, dsn):
     assert storage(db) == "x"
 
 
-def test_only_the_index_builders_change_the_storage(connect_as):
-    for role in ("t_reader", "t_writer", "t_admin"):
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            connect_as(role).execute("select sift._keep_embeddings_in_row(2000)")
+def test_a_collection_with_its_own_index_switches_too(db):
+    Client(db).create_collection("own", embedding_dims=1536, hnsw_m=8)    # sift._ensure_space_index
+    assert storage(db) == "x"
+
+
+def test_a_tenant_admin_never_locks_the_table_for_everyone(db, connect_as):
+    """A tenant's admin creating a large collection leaves the storage to the operator: the
+    switch would lock sift.chunks against every tenant's searches until its transaction ends,
+    and it could keep that transaction open."""
+    db.execute("select sift.map_role('t_admin', 'acme')")
+    admin = connect_as("t_admin")
+    notices: list[str] = []
+    admin.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    with admin.transaction():
+        Client(admin).create_collection("openai", embedding_dims=1536)
+        held = {r[0] for r in admin.execute("select mode from pg_locks where pid = pg_backend_pid() "
+                                            "and relation = 'sift.chunks'::regclass")}
+        assert "AccessExclusiveLock" not in held
+    assert any("only the operator moves them out of line" in n for n in notices)
+    assert storage(db) == "m"
+    db.execute("select * from sift.ensure_dense_indexes()")      # the operator, later
+    assert storage(db) == "x"
+
+
+def test_only_the_index_builders_run_the_switch(db):
+    for role in ("sift_reader", "sift_writer", "sift_admin", "sift_gateway"):
+        assert not db.execute("select has_function_privilege(%s, 'sift._set_search_vector_storage(integer)', "
+                              "'execute')", [role]).fetchone()[0]

@@ -100,12 +100,12 @@ def checks(conn: psycopg.Connection[Any]) -> list[Check]:
     inline, large = storage == "m", dims is not None and dims > 1024
     found.append(Check(
         "search vectors in the row", "warn" if inline and large else ("info" if not (inline or large) else "ok"),
-        f"storage {'main' if inline else 'extended'}; largest embedding on sift.chunks {dims or 'none'}",
+        f"storage {'main' if inline else 'extended'}; largest embedding indexed on sift.chunks {dims or 'none'}",
         ("lexical scoring reads each chunk's vector without a TOAST lookup" if inline else
          f"kept out of line so that long chunks keep their {dims}-dimension embeddings in the row")
         if inline != large else
-        ("a collection has more than 1,024 dimensions: long chunks move their embeddings out of line; run "
-         "select sift.ensure_dense_indexes() when searches are quiet" if inline else
+        ("an index holds more than 1,024 dimensions: long chunks move their embeddings out of line; as the "
+         "operator, run select sift.ensure_dense_indexes() when searches are quiet" if inline else
          "every chunk the lexical leg scores costs a TOAST lookup (~5 us): ALTER TABLE sift.chunks ALTER COLUMN "
          "search_vector SET STORAGE main (VACUUM FULL sift.chunks moves the rows already written)")))
     pending = conn.execute(q.DOCTOR_PENDING_STATS).fetchone()

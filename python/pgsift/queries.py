@@ -811,18 +811,19 @@ order by 1
 
 DOCTOR_PGVECTOR = "select extversion from pg_catalog.pg_extension where extname = 'vector'"
 
-# Where search vectors are stored, and the largest embedding on sift.chunks (from the shared
-# HNSW indexes' names, chunks_hnsw_<distance>_<dims>: the catalog, whatever the role's tenant).
+# Where search vectors are stored, and the largest embedding an HNSW index on sift.chunks holds
+# (from the index's cast, shared or a space's own: the catalog, whatever the role's tenant).
 DOCTOR_SEARCH_VECTORS = """
 select a.attstorage::text,
-       (select max((pg_catalog.substring(c.relname::text, '_([0-9]+)$'))::integer)
-        from pg_catalog.pg_class c
-        where c.relnamespace = 'sift'::regnamespace and c.relkind = 'i'
-          and c.relname ~ '^chunks_hnsw_(cosine|l2|inner_product)_[0-9]+$')
+       (select max(((pg_catalog.regexp_match(pg_catalog.pg_get_indexdef(i.indexrelid),
+                                             '::\\w*\\.?(?:vector|halfvec)\\(([0-9]+)\\)'))[1])::integer)
+        from pg_catalog.pg_index i
+        join pg_catalog.pg_class c on c.oid = i.indexrelid
+        join pg_catalog.pg_am m on m.oid = c.relam
+        where i.indrelid = 'sift.chunks'::regclass and m.amname = 'hnsw')
 from pg_catalog.pg_attribute a
 where a.attrelid = 'sift.chunks'::regclass and a.attname = 'search_vector'
 """
-
 # The planner's estimate (kept by autovacuum): counting would scan the table.
 DOCTOR_PENDING_STATS = """
 select greatest(c.reltuples, 0)::bigint from pg_catalog.pg_class c where c.oid = 'sift.term_df_pending'::regclass
