@@ -353,22 +353,18 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{result['plain_load_chunks_per_s']:,} chunks/s ({result['plain_load_s']} s), HNSW build "
                      f"{result['plain_hnsw_build_s']} s; end to end {plain:,.0f} s"
                      + (f" (pgsift {total / plain:.2f}x)" if "load_s" in result and plain > 0 else ""))
-    if "client_ingest_chunks_per_s" in result:
-        line = (f"Client.upsert_documents onto it (lists maintained, refresh included): "
-                f"{result['client_ingest_chunks_per_s']:,} chunks/s")
-        if "plain_live_chunks_per_s" in result:
-            share = result["client_ingest_chunks_per_s"] / result["plain_live_chunks_per_s"]
-            line += (f"; the plain table, same documents, indexes live: {result['plain_live_chunks_per_s']:,} "
-                     f"chunks/s (pgsift at {share:.2f} of its rate)")
-        lines.append(line)
-    if "client_one_chunks_per_s" in result:
-        line = (f"a document a call (its own transaction and refresh): {result['client_one_chunks_per_s']:,} "
-                f"chunks/s")
-        if "plain_one_chunks_per_s" in result:
-            share = result["client_one_chunks_per_s"] / result["plain_one_chunks_per_s"]
-            line += (f"; the plain table, same documents: {result['plain_one_chunks_per_s']:,} chunks/s "
-                     f"(pgsift at {share:.2f} of its rate)")
-        lines.append(line)
+    for ours, theirs, what, plain_what in (
+            ("client_ingest_chunks_per_s", "plain_live_chunks_per_s",
+             "Client.upsert_documents onto it (lists maintained, refresh included)",
+             "the plain table, same documents, indexes live"),
+            ("client_one_chunks_per_s", "plain_one_chunks_per_s",
+             "a document a call (its own transaction and refresh)", "the plain table, same documents")):
+        if ours in result:
+            line = f"{what}: {result[ours]:,} chunks/s"
+            if theirs in result:
+                line += (f"; {plain_what}: {result[theirs]:,} chunks/s "
+                         f"(pgsift at {result[ours] / result[theirs]:.2f} of its rate)")
+            lines.append(line)
     lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8}")
     for mix, modes in result["modes"].items():
         for leg in ("raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd",
