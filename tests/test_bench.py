@@ -500,6 +500,8 @@ def test_run_scale_times_pgsift_beside_the_peers(db):
     assert "raw_pgvector" in table and "supabase_hybrid" in table and "p50/raw" in table
     assert "plain table, same rows" in table and "of its rate" in table and "(pgsift " in table
     assert "a document a call" in table
+    # the refresh line says how many lists it built, and from which chunk count on (the default)
+    assert result["lists"] > 0 and result["lists_min_df"] == 100 and "every term in 100+" in table
     assert db.execute("select to_regnamespace('pgsift_peers')").fetchone()[0] is None
 
 

@@ -172,7 +172,9 @@ def finish(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     index_s = time.perf_counter() - t0
     conn.execute(q.BENCH_VACUUM)
     conn.execute(q.BENCH_RESET_WORK_MEM)
-    return {"refresh_s": round(refresh_s, 1), "hnsw_build_s": round(index_s, 1)}
+    lists, min_df = conn.execute(q.BENCH_LISTS, {"collection": COLLECTION}).fetchone() or (0, None)
+    return {"refresh_s": round(refresh_s, 1), "hnsw_build_s": round(index_s, 1), "lists": lists,
+            "lists_min_df": min_df}
 
 
 def _client_ingest(conn: psycopg.Connection[Any], documents: list[Document]) -> dict[str, Any]:
@@ -342,8 +344,9 @@ def format_table(result: dict[str, Any]) -> str:
     if "load_s" in result:
         lines.append(f"bulk load {result['load_chunks_per_s']:,} chunks/s with BM25 statistics on "
                      f"({result['load_s']} s)")
-    lines.append(f"refresh (impact lists: {result['common_terms']} terms in 20-50% of chunks, and every "
-                 f"term in 100+) {result['refresh_s']} s; HNSW build {result['hnsw_build_s']} s")
+    lines.append(f"refresh ({result.get('lists', 0):,} impact lists: {result['common_terms']} terms in 20-50% "
+                 f"of chunks, and every term in {result.get('lists_min_df')}+) {result['refresh_s']} s; "
+                 f"HNSW build {result['hnsw_build_s']} s")
     if "load_s" in result:
         total = result["load_s"] + result["refresh_s"] + result["hnsw_build_s"]
         lines.append(f"end to end (rows, statistics, lists, HNSW): {total:,.0f} s ({total / 60:.1f} min)")

@@ -544,6 +544,14 @@ returning document_id
 
 BENCH_COPY_CHUNKS = "copy sift.chunks (document_id, ordinal, content, embedding) from stdin (format binary)"
 
+BENCH_LISTS = """
+select count(*), (select max(s.lists_min_df) from sift.collection_lexical_stats s
+                  where s.collection_id = c.collection_id)
+from sift._collection(collection => %(collection)s::text) c
+join sift.term_lists l on l.collection_id = c.collection_id
+group by c.collection_id
+"""
+
 BENCH_CHUNK_COUNT = """
 select count(*) from sift.chunks
 where collection_id = (select collection_id from sift._collection(collection => %(collection)s::text))
