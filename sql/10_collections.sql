@@ -106,8 +106,9 @@ declare
 begin
     -- SECURITY DEFINER (one of six; tests/test_migrate.py lists them): an
     -- index on the shared chunks table can only be created by its owner, and
-    -- collection admins create collections. Its arguments are an integer and a checked domain, and
-    -- everything in the statement is qualified.
+    -- collection admins create collections. Its arguments are an integer, a
+    -- checked domain and a boolean, and everything in the statement is
+    -- qualified.
     if dims is null or dims not between 1 and 4000 or opclass is null then
         raise exception 'no HNSW index for % dimensions and distance %', dims, distance using errcode = 'SF003';
     end if;

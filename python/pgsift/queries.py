@@ -545,11 +545,9 @@ returning document_id
 BENCH_COPY_CHUNKS = "copy sift.chunks (document_id, ordinal, content, embedding) from stdin (format binary)"
 
 BENCH_LISTS = """
-select count(*), (select max(s.lists_min_df) from sift.collection_lexical_stats s
-                  where s.collection_id = c.collection_id)
+select (select count(*) from sift.term_lists l where l.collection_id = c.collection_id),
+       (select max(s.lists_min_df) from sift.collection_lexical_stats s where s.collection_id = c.collection_id)
 from sift._collection(collection => %(collection)s::text) c
-join sift.term_lists l on l.collection_id = c.collection_id
-group by c.collection_id
 """
 
 BENCH_CHUNK_COUNT = """
