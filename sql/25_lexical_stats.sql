@@ -296,7 +296,7 @@ comment on function sift._clean_text_index() is
 
 create or replace function sift.refresh_lexical_stats(
     collection   text,
-    min_df       integer default 100,
+    min_df       integer default null,
     list_size    integer default 2000,
     list_fraction double precision default 0,
     max_drift    double precision default 0.25,
@@ -332,8 +332,9 @@ declare
     drifted  text[];
     whole    boolean;   -- every term of the collection considered, not only the folded
     terms_est real;
+    built_df integer;   -- the min_df the lists were built under (null: never, or unknown)
 begin
-    if min_df is null or list_size is null or list_fraction is null or max_drift is null
+    if list_size is null or list_fraction is null or max_drift is null
        or min_df < 1 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
        or max_drift < 0 then
         raise exception 'refresh_lexical_stats: min_df and list_size must be at least 1, '
@@ -346,14 +347,20 @@ begin
     -- transaction's snapshot), and no other refresh inserts the same new terms
     -- meanwhile.
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    -- No min_df given: the one the lists were built under (100 for a first
+    -- build). A refresh after every write (the Python client's) so keeps a
+    -- min_df chosen once, where the default would drop the lists it added and
+    -- look at every term again.
+    built_df := (select max(s.lists_min_df) from sift.collection_lexical_stats s
+                 where s.collection_id = col.collection_id);
+    min_df := coalesce(refresh_lexical_stats.min_df, built_df, 100);
     -- Only a folded term can have crossed min_df either way, lost its list to
     -- a re-analysed chunk or grown a delta: a refresh looks at those alone,
     -- by key (`= any (changed)`: index lookups, whatever the planner thinks of
     -- the collection's size; its cost follows the write, not the
     -- vocabulary), unless the lists were built under another min_df (or
     -- never, or an upgrade left it unknown), or all are rebuilt.
-    whole := rebuild or (select max(s.lists_min_df) from sift.collection_lexical_stats s
-                         where s.collection_id = col.collection_id) is distinct from min_df;
+    whole := rebuild or built_df is distinct from min_df;
     with gone as (
         delete from sift.term_df_pending p
         where p.collection_id = col.collection_id
@@ -484,8 +491,9 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     double precision, boolean) is
     'Folds pending BM25 statistics (reads are exact either way, faster after); builds impact '
     'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
-    'least min_df chunks; rebuilds lists whose k1, b or reference avgdl no longer hold or that '
-    'deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
+    'least min_df chunks (not given: the min_df the lists were built under, 100 for a first '
+    'build, so a refresh after each write keeps a min_df chosen once); rebuilds lists whose k1, '
+    'b or reference avgdl no longer hold or that deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
     'list deltas of max(100, a quarter of the list) chunks or more; moves the text index''s '
     'pending entries into it (sift._clean_text_index). Looks only at the terms it folds (every '
     'term when the lists were built under another min_df, or with rebuild), so it is cheap when '

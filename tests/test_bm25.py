@@ -535,6 +535,55 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
     check(8)
 
 
+def test_a_refresh_without_min_df_keeps_the_one_the_lists_were_built_under(client, db):
+    """min_df left out is the collection's own: the client's refresh after each write (which
+    gives none) keeps the lists a min_df chosen once added, and looks at the written terms
+    only; a first build, and one with the record lost, take 100."""
+    rng, col = seeded_collection(client, seed=23, docs=200)
+
+    def state() -> tuple[set[str], list[tuple[int]]]:
+        return ({r[0] for r in db.execute("select lexeme from sift.term_lists where collection_id = %s",
+                                          [col.collection_id])},
+                db.execute("select lists_min_df from sift.collection_lexical_stats "
+                           "where lists_min_df is not null and collection_id = %s", [col.collection_id]).fetchall())
+
+    def common(min_df: int) -> set[str]:
+        return {t for t, n in recount(db, col.collection_id)[1].items() if n >= min_df}
+
+    # The client's refreshes so far built lists under the default.
+    assert state() == (common(100), [(100,)])
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 6)")
+    assert state() == (common(6), [(6,)])
+    assert len(common(6)) > len(common(100))
+    # A write through the client refreshes with no min_df: the lists of terms in 6-99 chunks
+    # stay, the written terms that reached 6 get theirs, and no other list is rebuilt.
+    built_at = dict(db.execute("select lexeme, chunks_ref from sift.term_lists where collection_id = %s",
+                               [col.collection_id]).fetchall())
+    client.upsert_documents("c", corpus(rng, 5, prefix="more"))
+    lists, recorded = state()
+    assert lists == common(6) and recorded == [(6,)]
+    written = {t for d in db.execute("select tsvector_to_array(c.search_vector) from sift.chunks c "
+                                     "join sift.documents d using (document_id) "
+                                     "where d.source_uri like 'more%%'").fetchall() for t in d[0]}
+    rebuilt = {t for t, n in db.execute("select lexeme, chunks_ref from sift.term_lists "
+                                        "where collection_id = %s", [col.collection_id]).fetchall()
+               if built_at.get(t) != n}
+    assert rebuilt <= written
+    assert_oracle(client, db, col, rng, 5)
+    # SQL without min_df too, and a null one.
+    db.execute("select * from sift.refresh_lexical_stats('c')")
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => null)")
+    assert state() == (common(6), [(6,)])
+    # Nothing recorded (an upgrade from before 0029): the default, 100.
+    db.execute("update sift.collection_lexical_stats set lists_min_df = null where collection_id = %s",
+               [col.collection_id])
+    db.execute("select * from sift.refresh_lexical_stats('c')")
+    assert state() == (common(100), [(100,)])
+    with pytest.raises(psycopg.Error) as bad:
+        db.execute("select * from sift.refresh_lexical_stats('c', min_df => 0)")
+    assert bad.value.sqlstate == "SF003"
+
+
 def test_a_new_collection_language_rebuilds_every_list_when_documents_keep_theirs(client, db):
     """alter_collection drops the lists on a language change and rebuilds them all: where every
     document names its own language no chunk analyses differently, so no term is folded, and
