@@ -330,6 +330,7 @@ declare
     changed  text[];
     changes  bigint[];
     drifted  text[];
+    shrunk   text[];    -- folded terms now in fewer chunks (only they can lose a list)
     whole    boolean;   -- every term of the collection considered, not only the folded
     fold_all boolean;   -- the fold's updates through a scan of every term (else by key)
     terms_est real;
@@ -428,12 +429,17 @@ begin
         return query select folded, 0;
         return;
     end if;
-    delete from sift.term_lists l
-    where l.collection_id = col.collection_id
-      and (whole or l.lexeme = any (changed))
-      and not exists (select 1 from sift.term_df t
-                      where t.collection_id = col.collection_id and (whole or t.lexeme = any (changed))
-                        and t.lexeme = l.lexeme and t.df >= min_df);
+    -- Only a term in fewer chunks than before can have fallen below min_df:
+    -- a refresh after writes alone looks up no list to drop.
+    shrunk := array(select u.lexeme from unnest(changed, changes) as u(lexeme, n) where u.n < 0);
+    if whole or cardinality(shrunk) > 0 then
+        delete from sift.term_lists l
+        where l.collection_id = col.collection_id
+          and (whole or l.lexeme = any (shrunk))
+          and not exists (select 1 from sift.term_df t
+                          where t.collection_id = col.collection_id and (whole or t.lexeme = any (shrunk))
+                            and t.lexeme = l.lexeme and t.df >= min_df);
+    end if;
 
     -- Lists for terms that became common, and rebuilt where the collection's
     -- k1 or b changed, avgdl drifted or deletions left more than max_drift of
