@@ -51,27 +51,40 @@ begin
     if tg_op in ('INSERT', 'UPDATE') then
         insert into sift.collection_lexical_stats (collection_id, chunks, tokens)
         select n.collection_id, count(*), sum(n.lexical_length) from new_chunks n group by 1;
-        -- (The lexemes alone: unnest of the vector builds each one's positions, 25 % slower.
-        -- Unsorted: both arrays take the rows in the same order, and readers look terms up.)
-        insert into sift.term_df_pending (collection_id, lexemes, counts)
-        select x.collection_id, array_agg(x.lexeme), array_agg(x.n)
+        -- A new chunk joins a common term's list when it beats the list's floor.
+        -- How many joined each list goes on the statement's pending row with its
+        -- term counts, so a refresh knows which deltas are due for a merge
+        -- without reading them.
+        -- (The counts from the lexemes alone: unnest of the vector builds each
+        -- one's positions, 25 % slower. Unsorted: both arrays take the rows in
+        -- the same order, and readers look terms up.)
+        with added as (
+            insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls)
+            select x.collection_id, x.lexeme, array_agg(x.chunk_id order by x.chunk_id),
+                   array_agg(x.tf order by x.chunk_id), array_agg(x.dl order by x.chunk_id)
+            from (select l.collection_id, l.lexeme, n.chunk_id, l.floor_impact,
+                         pg_catalog.array_length(u.positions, 1) as tf, n.lexical_length as dl,
+                         sift._bm25_impact(pg_catalog.array_length(u.positions, 1), n.lexical_length,
+                                           l.avgdl_ref, l.k1_ref, l.b_ref) as impact
+                  from new_chunks n
+                  cross join pg_catalog.unnest(n.search_vector) u
+                  join sift.term_lists l on l.collection_id = n.collection_id and l.lexeme = u.lexeme) x
+            where x.impact > x.floor_impact
+            group by x.collection_id, x.lexeme
+            returning collection_id, lexeme, pg_catalog.cardinality(chunk_ids) as entries
+        ), grown as materialized (
+            select a.collection_id, array_agg(a.lexeme) as lexemes, array_agg(a.entries) as entries
+            from added a
+            group by 1
+        )
+        insert into sift.term_df_pending (collection_id, lexemes, counts, delta_lexemes, delta_entries)
+        select x.collection_id, array_agg(x.lexeme), array_agg(x.n),
+               (select g.lexemes from grown g where g.collection_id = x.collection_id),
+               (select g.entries from grown g where g.collection_id = x.collection_id)
         from (select n.collection_id, u.lexeme, count(*) as n
               from new_chunks n, pg_catalog.unnest(pg_catalog.tsvector_to_array(n.search_vector)) u(lexeme)
               group by 1, 2) x
         group by 1;
-        -- A new chunk joins a common term's list when it beats the list's floor.
-        insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls)
-        select x.collection_id, x.lexeme, array_agg(x.chunk_id order by x.chunk_id),
-               array_agg(x.tf order by x.chunk_id), array_agg(x.dl order by x.chunk_id)
-        from (select l.collection_id, l.lexeme, n.chunk_id, l.floor_impact,
-                     pg_catalog.array_length(u.positions, 1) as tf, n.lexical_length as dl,
-                     sift._bm25_impact(pg_catalog.array_length(u.positions, 1), n.lexical_length,
-                                       l.avgdl_ref, l.k1_ref, l.b_ref) as impact
-              from new_chunks n
-              cross join pg_catalog.unnest(n.search_vector) u
-              join sift.term_lists l on l.collection_id = n.collection_id and l.lexeme = u.lexeme) x
-        where x.impact > x.floor_impact
-        group by x.collection_id, x.lexeme;
     end if;
     return null;
 end;
@@ -330,6 +343,8 @@ declare
     changed  text[];
     changes  bigint[];
     drifted  text[];
+    grew     text[];    -- the lists whose deltas the fold's statements added to ...
+    grew_by  integer[]; -- ... and how many entries each
     shrunk   text[];    -- folded terms now in fewer chunks (only they can lose a list)
     whole    boolean;   -- every term of the collection considered, not only the folded
     fold_all boolean;   -- the fold's updates through a scan of every term (else by key)
@@ -366,13 +381,25 @@ begin
     with gone as (
         delete from sift.term_df_pending p
         where p.collection_id = col.collection_id
-        returning p.lexemes, p.counts
+        returning p.lexemes, p.counts, p.delta_lexemes, p.delta_entries
     )
-    select coalesce(pg_catalog.array_agg(d.lexeme), '{}'), coalesce(pg_catalog.array_agg(d.n), '{}')
-    into changed, changes
-    from (select u.lexeme, sum(u.n)::bigint as n
-          from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
-          group by u.lexeme) d;
+    select c.lexemes, c.ns, g.lexemes, g.ns
+    into changed, changes, grew, grew_by
+    from (select coalesce(pg_catalog.array_agg(d.lexeme), '{}') as lexemes,
+                 coalesce(pg_catalog.array_agg(d.n), '{}') as ns
+          from (select u.lexeme, sum(u.n)::bigint as n
+                from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
+                group by u.lexeme) d) c
+    cross join (select coalesce(pg_catalog.array_agg(e.lexeme), '{}') as lexemes,
+                       coalesce(pg_catalog.array_agg(e.n), '{}') as ns
+                from (select u.lexeme, sum(u.n)::integer as n
+                      from gone, unnest(gone.delta_lexemes, gone.delta_entries) as u(lexeme, n)
+                      group by u.lexeme) e) g;
+    -- The entries each list's delta gained, before any list is rebuilt below
+    -- (a rebuilt list starts with no delta, and 0).
+    update sift.term_lists l set delta_entries = l.delta_entries + g.n
+    from unnest(grew, grew_by) as g(lexeme, n)
+    where l.collection_id = col.collection_id and l.lexeme = any (grew) and l.lexeme = g.lexeme;
     -- Looked up by key while the fold is a small share of the terms; past
     -- that, a scan of every term is cheaper, and as right (it is what a whole
     -- pass does). The fold's own update goes by key up to an eighth of the
@@ -466,7 +493,8 @@ begin
     -- merged into their lists' blocks (same reference, so no chunk is read;
     -- the floor only rises). A merge rewrites the list, so waiting for a
     -- quarter of it keeps that to a few entries rewritten per entry added.
-    -- (A delta only grows when a chunk holding its term is written: a folded term.)
+    -- (A delta only grows when a chunk holding its term is written, and that
+    -- statement's pending row says by how much: folded into delta_entries above.)
     insert into sift.list_build_plan
     -- (Each due list's df looked up by key: joined, every term's df was
     -- hashed for the few lists due, 0.2 s at 450,000 terms.)
@@ -476,12 +504,8 @@ begin
                                     * list_fraction))::integer,
            l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
     from sift.term_lists l
-    join (select d.lexeme, sum(cardinality(d.chunk_ids)) as n
-          from sift.term_deltas d
-          where d.collection_id = col.collection_id and (whole or d.lexeme = any (changed))
-          group by d.lexeme) d on d.lexeme = l.lexeme
-    where l.collection_id = col.collection_id and (whole or l.lexeme = any (changed))
-      and d.n >= greatest(100, l.entries / 4);
+    where l.collection_id = col.collection_id and (whole or l.lexeme = any (grew))
+      and l.delta_entries >= greatest(100, l.entries / 4);
     insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
     select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
     from sift.list_build_plan p

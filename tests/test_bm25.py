@@ -121,6 +121,17 @@ def list_lengths(db) -> dict[str, int]:
                            "group by 1").fetchall())
 
 
+def assert_delta_counts(db) -> None:
+    """Each list's delta_entries (what refreshes folded from the writers' pending rows) is what
+    its delta holds, once every pending row is folded."""
+    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 0
+    counted = dict(db.execute("select lexeme, delta_entries from sift.term_lists").fetchall())
+    held = dict(db.execute("select lexeme, sum(cardinality(chunk_ids)) from sift.term_deltas "
+                           "group by 1").fetchall())
+    assert counted == {t: held.get(t, 0) for t in counted}
+    assert set(held) <= set(counted)
+
+
 def write_chunks(db, rng, collection_id: int, count: int, length: int, prefix: str) -> None:
     """Chunks written straight through SQL: no refresh runs, lists keep their deltas."""
     for i in range(count):
@@ -262,6 +273,7 @@ def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
     deltas = dict(db.execute("select lexeme, sum(cardinality(chunk_ids)) from sift.term_deltas "
                              "group by 1").fetchall())
     assert deltas and max(deltas.values()) < 100          # the long deltas were merged into blocks
+    assert_delta_counts(db)
     assert max(list_lengths(db).values()) == 150
     assert_oracle(client, db, col, rng, 10)
     # deleted chunks stay in blocks and never come back
@@ -285,6 +297,7 @@ def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
                "list_fraction => 0)")
     assert db.execute("select count(*) from sift.term_lists where lexeme in ('w000', 'w001')").fetchone()[0] == 2
+    assert_delta_counts(db)
     assert_oracle(client, db, col, rng, 10)
 
 
@@ -370,6 +383,10 @@ def test_statistics_match_a_recount_after_concurrent_writers(client, db, dsn):
     rng = np.random.default_rng(3)
     col = client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(rng, 40, prefix="base"))
+    # Lists for terms in 3 chunks or more (kept by every refresh after), so the writers grow
+    # their deltas too.
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 3, list_size => 20)")
+    assert db.execute("select count(*) from sift.term_lists").fetchone()[0] > 0
     errors: list[Exception] = []
 
     def writer(worker: int) -> None:
@@ -397,6 +414,7 @@ def test_statistics_match_a_recount_after_concurrent_writers(client, db, dsn):
     assert ledger(db, col.collection_id) == recount(db, col.collection_id)
     pending = db.execute("select count(*) from sift.term_df_pending").fetchone()[0]
     assert pending == 0
+    assert_delta_counts(db)
     # and the answers are still the oracle's
     text = "w000 w003 w020"
     oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
