@@ -4,10 +4,11 @@
 -- lists' deltas (delta_lexemes, delta_entries), and a refresh adds those to
 -- each list's delta_entries as it folds the row. Before, it summed the
 -- entries of every delta row of the folded terms: a row per write statement
--- and list, ~170,000 rows at 100,000 chunks after a while of live writes,
--- read on every refresh (0.1 s for one document of 20 chunks, 0.35 s for 20).
--- Existing deltas are counted here; pending rows written before carry none
--- (their entries are among those counted).
+-- and list, 170,000-500,000 rows at 100,000 chunks after some hours of live
+-- writes, read on every refresh (0.1 s for one document of 20 chunks, 0.35 s
+-- for 20). Existing deltas are counted here. Pending rows written before name
+-- every term they counted as grown by 0, so the first refresh still looks at
+-- those terms' lists for a merge due.
 
 alter table sift.term_lists add column delta_entries integer not null default 0;
 comment on column sift.term_lists.delta_entries is
@@ -24,6 +25,11 @@ where l.collection_id = d.collection_id and l.lexeme = d.lexeme;
 alter table sift.term_df_pending add column delta_lexemes text[], add column delta_entries integer[];
 comment on column sift.term_df_pending.delta_lexemes is
     'The lists (by lexeme) whose deltas this statement added entries to (delta_entries follows it); '
-    'null on rows written before 0031 and on deletions.';
+    'null when it added to none (deletions among them).';
+
 comment on column sift.term_df_pending.delta_entries is
     'How many entries the statement added to each delta of delta_lexemes.';
+
+update sift.term_df_pending p
+set delta_lexemes = p.lexemes,
+    delta_entries = pg_catalog.array_fill(0, array[pg_catalog.cardinality(p.lexemes)]);

@@ -92,7 +92,7 @@ $$;
 comment on function sift._chunks_stats() is
     'Trigger: appends BM25 statistics deltas (chunks, tokens, df per lexeme) for each '
     'statement that writes chunks, and adds new chunks that beat a common term''s list floor to '
-    'the list''s delta.';
+    'the list''s delta (how many, per list, on the statement''s row of pending counts).';
 
 -- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
 create or replace trigger chunks_stats_insert after insert on sift.chunks
@@ -347,6 +347,7 @@ declare
     grew_by  integer[]; -- ... and how many entries each
     shrunk   text[];    -- folded terms now in fewer chunks (only they can lose a list)
     whole    boolean;   -- every term of the collection considered, not only the folded
+    everything boolean; -- ... because lists may be due whatever the fold holds (rebuild, min_df)
     fold_all boolean;   -- the fold's updates through a scan of every term (else by key)
     terms_est real;
     built_df integer;   -- the min_df the lists were built under (null: never, or unknown)
@@ -369,7 +370,7 @@ begin
     -- min_df chosen once, where the default would drop the lists it added and
     -- look at every term again.
     built_df := (select max(s.lists_min_df) from sift.collection_lexical_stats s
-                 where s.collection_id = col.collection_id);
+                 where s.collection_id = col.collection_id and s.lists_min_df >= 1);
     min_df := coalesce(refresh_lexical_stats.min_df, built_df, 100);
     -- Only a folded term can have crossed min_df either way, lost its list to
     -- a re-analysed chunk or grown a delta: a refresh looks at those alone,
@@ -377,7 +378,8 @@ begin
     -- the collection's size; its cost follows the write, not the
     -- vocabulary), unless the lists were built under another min_df (or
     -- never, or an upgrade left it unknown), or all are rebuilt.
-    whole := rebuild or built_df is distinct from min_df;
+    everything := rebuild or built_df is distinct from min_df;
+    whole := everything;
     with gone as (
         delete from sift.term_df_pending p
         where p.collection_id = col.collection_id
@@ -459,7 +461,7 @@ begin
     -- Only a term in fewer chunks than before can have fallen below min_df:
     -- a refresh after writes alone looks up no list to drop.
     shrunk := array(select u.lexeme from unnest(changed, changes) as u(lexeme, n) where u.n < 0);
-    if whole or cardinality(shrunk) > 0 then
+    if everything or cardinality(shrunk) > 0 then
         delete from sift.term_lists l
         where l.collection_id = col.collection_id
           and (whole or l.lexeme = any (shrunk))
@@ -532,8 +534,9 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
     'least min_df chunks (not given: the min_df the lists were built under, 100 for a first '
     'build, so a refresh after each write keeps a min_df chosen once); rebuilds lists whose k1, '
-    'b or reference avgdl no longer hold or that deletions have thinned by more than max_drift (rebuild => true rebuilds every list); merges '
-    'list deltas of max(100, a quarter of the list) chunks or more; moves the text index''s '
+    'b or reference avgdl no longer hold or that deletions have thinned by more than max_drift '
+    '(rebuild => true rebuilds every list); merges list deltas of max(100, a quarter of the '
+    'list) chunks or more (counted as the writers add them); moves the text index''s '
     'pending entries into it (sift._clean_text_index). Looks only at the terms it folds (every '
     'term when the lists were built under another min_df, or with rebuild), so it is cheap when '
     'little changed; '

@@ -11,6 +11,7 @@ writes that move avgdl, and with per-call k1/b.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import Counter
 
@@ -284,11 +285,15 @@ def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
     assert_oracle(client, db, col, rng, 10)
     for n in (1, 10):
         assert not set(dead) & {c for c, _ in lexical_leg(client, "c", "w000 w001 w002", n)}
-    # a third of the chunks gone: the next refresh rebuilds every list without them
+    # a third of the chunks gone: the next refresh rebuilds every list without them, the
+    # deltas new chunks grew meanwhile with them (each list's count back to 0 with its delta)
+    write_chunks(db, rng, col.collection_id, 10, 40, "late")
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
                "list_fraction => 0)")
     assert db.execute("select count(*) from sift.term_blocks where chunk_ids && %s::bigint[]",
                       [dead]).fetchone()[0] == 0
+    assert db.execute("select count(*) from sift.term_deltas").fetchone()[0] == 0
+    assert_delta_counts(db)
     # a re-analysed chunk (new context) takes its terms' lists with it until the refresh
     target = db.execute("select chunk_id from sift.chunks order by chunk_id desc limit 1").fetchone()[0]
     db.execute("update sift.chunks set context = 'w000 w000 w000 w001' where chunk_id = %s", [target])
@@ -297,6 +302,43 @@ def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
                "list_fraction => 0)")
     assert db.execute("select count(*) from sift.term_lists where lexeme in ('w000', 'w001')").fetchone()[0] == 2
+    assert_delta_counts(db)
+    assert_oracle(client, db, col, rng, 10)
+
+
+def test_0031_counts_the_deltas_and_pending_rows_it_finds(client, db):
+    """Migration 0031 counts each list's existing delta, and marks the pending rows written
+    before it as growing every term they counted (by 0): the first refresh after it still
+    merges the deltas due, as the code before would have."""
+    rng, col = seeded_collection(client, seed=14, docs=300)
+    build_lists(db, 150)
+    # Another collection's 20,000 terms: the refresh after the writes below looks up the
+    # folded terms by key (a fold of a large share of the terms looks at every list anyway).
+    client.create_collection("pad", embedding_dims=DIMS)
+    client.upsert_documents("pad", [Document(source_uri="pad", chunks=[Chunk(
+        content=" ".join(f"p{i:05d}" for i in range(20000)), embedding=unit(rng.normal(size=DIMS)))])])
+    db.execute("analyze sift.term_df")   # (its row count decides)
+    write_chunks(db, rng, col.collection_id, 200, 40, "new")     # deltas and pending rows
+    before = dict(db.execute("select lexeme, sum(cardinality(chunk_ids)) from sift.term_deltas "
+                             "group by 1").fetchall())
+    assert max(before.values()) >= 100                            # some due for a merge
+    # As 0.1.x left them: no counts on the lists, none on the pending rows.
+    db.execute("update sift.term_lists set delta_entries = 0")
+    db.execute("update sift.term_df_pending set delta_lexemes = null, delta_entries = null")
+    migration = next(m for m in pgsift.schema.migration_files() if m.version == "0031_delta_entries")
+    updates = [st for st in migration.text.split(";") if re.search(r"^update sift\.", st, re.M)]
+    assert len(updates) == 2
+    for statement in updates:
+        db.execute(statement)
+    counted = dict(db.execute("select lexeme, delta_entries from sift.term_lists "
+                              "where delta_entries > 0").fetchall())
+    assert counted == before
+    assert db.execute("select bool_and(delta_lexemes = lexemes) from sift.term_df_pending").fetchone()[0]
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
+               "list_fraction => 0)")
+    deltas = dict(db.execute("select lexeme, sum(cardinality(chunk_ids)) from sift.term_deltas "
+                             "group by 1").fetchall())
+    assert deltas and max(deltas.values()) < 100          # the long deltas were merged
     assert_delta_counts(db)
     assert_oracle(client, db, col, rng, 10)
 
@@ -414,6 +456,7 @@ def test_statistics_match_a_recount_after_concurrent_writers(client, db, dsn):
     assert ledger(db, col.collection_id) == recount(db, col.collection_id)
     pending = db.execute("select count(*) from sift.term_df_pending").fetchone()[0]
     assert pending == 0
+    assert db.execute("select count(*) from sift.term_deltas").fetchone()[0] > 0
     assert_delta_counts(db)
     # and the answers are still the oracle's
     text = "w000 w003 w020"
