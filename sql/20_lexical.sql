@@ -389,6 +389,16 @@ as $$
     -- Per term that occurs in the collection, in lexeme order: exact df from
     -- the ledger, Lucene's idf, and whether it has an impact list valid for
     -- these k1 and b (drift: how far avgdl has grown since).
+    -- The counts still pending, each row's arrays read once for all the terms
+    -- (a lookup per term and row read each row's arrays, often TOASTed,
+    -- once per term).
+    with pending as materialized (
+        select u.lexeme, pg_catalog.sum(u.n) as n
+        from sift.term_df_pending p
+        cross join lateral unnest(p.lexemes, p.counts) as u(lexeme, n)
+        where p.collection_id = _term_stats.collection_id and u.lexeme = any (_term_stats.terms)
+        group by u.lexeme
+    )
     select pg_catalog.array_agg(q.lexeme order by q.lexeme),
            pg_catalog.array_agg(pg_catalog.ln(1 + (_term_stats.n_chunks - d.df + 0.5) / (d.df + 0.5))
                                 order by q.lexeme),
@@ -402,9 +412,7 @@ as $$
     cross join lateral (
         select coalesce((select t.df from sift.term_df t
                          where t.collection_id = _term_stats.collection_id and t.lexeme = q.lexeme), 0)
-             + coalesce((select pg_catalog.sum(p.counts[pg_catalog.array_position(p.lexemes, q.lexeme)])
-                         from sift.term_df_pending p
-                         where p.collection_id = _term_stats.collection_id), 0) as df) d
+             + coalesce((select pe.n from pending pe where pe.lexeme = q.lexeme), 0) as df) d
     left join sift.term_lists l on l.collection_id = _term_stats.collection_id and l.lexeme = q.lexeme
     where d.df > 0
 $$;
