@@ -72,19 +72,19 @@ begin
             where x.impact > x.floor_impact
             group by x.collection_id, x.lexeme
             returning collection_id, lexeme, pg_catalog.cardinality(chunk_ids) as entries
-        ), grown as materialized (
+        ), grown as (
             select a.collection_id, array_agg(a.lexeme) as lexemes, array_agg(a.entries) as entries
             from added a
             group by 1
         )
         insert into sift.term_df_pending (collection_id, lexemes, counts, delta_lexemes, delta_entries)
-        select x.collection_id, array_agg(x.lexeme), array_agg(x.n),
-               (select g.lexemes from grown g where g.collection_id = x.collection_id),
-               (select g.entries from grown g where g.collection_id = x.collection_id)
-        from (select n.collection_id, u.lexeme, count(*) as n
-              from new_chunks n, pg_catalog.unnest(pg_catalog.tsvector_to_array(n.search_vector)) u(lexeme)
-              group by 1, 2) x
-        group by 1;
+        select x.collection_id, x.lexemes, x.counts, g.lexemes, g.entries
+        from (select y.collection_id, array_agg(y.lexeme) as lexemes, array_agg(y.n) as counts
+              from (select n.collection_id, u.lexeme, count(*) as n
+                    from new_chunks n, pg_catalog.unnest(pg_catalog.tsvector_to_array(n.search_vector)) u(lexeme)
+                    group by 1, 2) y
+              group by 1) x
+        left join grown g on g.collection_id = x.collection_id;
     end if;
     return null;
 end;
@@ -396,6 +396,8 @@ begin
                        coalesce(pg_catalog.array_agg(e.n), '{}') as ns
                 from (select u.lexeme, sum(u.n)::integer as n
                       from gone, unnest(gone.delta_lexemes, gone.delta_entries) as u(lexeme, n)
+                      -- (arrays of unequal length, written by hand, pad with nulls)
+                      where u.lexeme is not null and u.n is not null
                       group by u.lexeme) e) g;
     -- The entries each list's delta gained, before any list is rebuilt below
     -- (a rebuilt list starts with no delta, and 0).

@@ -341,6 +341,10 @@ def test_0031_counts_the_deltas_and_pending_rows_it_finds(client, db):
     assert deltas and max(deltas.values()) < 100          # the long deltas were merged
     assert_delta_counts(db)
     assert_oracle(client, db, col, rng, 10)
+    # A pending row written by hand with arrays of unequal length fails no refresh.
+    db.execute("insert into sift.term_df_pending (collection_id, lexemes, counts, delta_lexemes, delta_entries) "
+               "values (%s, '{}', '{}', '{w000, w001}', '{1}')", [col.collection_id])
+    db.execute("select * from sift.refresh_lexical_stats('c')")
 
 
 def test_one_pass_build_with_sampled_cutoffs_gives_valid_lists(client, db):
