@@ -197,6 +197,43 @@ def test_run_quality_rerun_knobs_and_max_queries(db, client, toy: Path):
         run_quality(db, toy, knobs={"hybrid": False})
 
 
+
+def test_every_system_runs_in_turn_and_only_the_search_is_timed(toy: Path, monkeypatch):
+    # A clock that moves only when told: each search takes its system's number of ms,
+    # and the untimed hooks around b take far longer, which must not reach b's times.
+    from pgsift import bench
+    clock = [0.0]
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+    data = load_beir(toy)
+    log: list[str] = []
+
+    def system(name: str, ms: float):
+        def run(i: int) -> list[str]:
+            log.append(f"{name}{i}")
+            clock[0] += ms / 1000
+            return [f"d{3 if i == 0 else 2}"]
+        return run
+
+    def hook(mark: str):
+        def run() -> None:
+            log.append(mark)
+            clock[0] += 5.0
+        return run
+
+    runs = {"a": system("a", 1), "b": system("b", 2), "c": system("c", 3)}
+    lists, modes = bench._time_in_turns(runs, {"b": (hook("<"), hook(">"))}, [0, 1, 0], data, 10, 100)
+    # One untimed warm-up each, then every query through all three, the order rotating.
+    assert log == ["a0", "<", "b0", ">", "c0",
+                   "a0", "<", "b0", ">", "c0",
+                   "<", "b1", ">", "c1", "a1",
+                   "c0", "a0", "<", "b0", ">"]
+    for name, ms in (("a", 1), ("b", 2), ("c", 3)):
+        assert modes[name]["p50_ms"] == pytest.approx(ms) and modes[name]["p95_ms"] == pytest.approx(ms)
+    # Each query's ranking scored against its own judgments (q1: d3 relevant, q2: d2).
+    assert lists["a"] == [["d3"], ["d2"], ["d3"]]
+    assert modes["a"]["ndcg@10"] == pytest.approx(1.0) and modes["c"]["recall@100"] == pytest.approx(1.0)
+
+
 # -- ingest and row-level security benchmarks ------------------------------------------------
 
 def test_run_ingest_writes_and_drops_its_collections(db, toy: Path):

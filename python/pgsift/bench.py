@@ -227,7 +227,8 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
     and p50 / p95 latency in ms of the client call (perf_counter, after one untimed
     warm-up search per mode). With ``peers_too`` the peers' SQL runs too
     (:mod:`pgsift.bench_peers`; skipped with the reason where it cannot run), and every
-    p50 is also a ratio of pgvector's.
+    p50 is also a ratio of pgvector's. Every mode and peer runs in turn on each query,
+    in an order rotated from query to query, so all are timed under the same load.
     """
     knobs = dict(knobs or {})
     if "hybrid" in knobs:
@@ -277,53 +278,29 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
                                    top_k=depth, hybrid=True, **knobs)
         return [hit.source_uri for hit in result]
 
-    modes: dict[str, dict[str, float]] = {}
-    lists: dict[str, list[list[str]]] = {}
-
-    def score(mode: str, run: Callable[[int], list[str]]) -> dict[str, float]:
-        run(query_idx[0])   # warm-up, untimed
-        ndcgs, recalls, times_ms = [], [], []
-        lists[mode] = []
-        for i in query_idx:
-            t0 = time.perf_counter()
-            ranked = run(i)
-            times_ms.append((time.perf_counter() - t0) * 1000.0)
-            lists[mode].append(ranked)
-            judged = data.qrels[data.query_ids[i]]
-            ndcgs.append(metrics.ndcg_at_k(ranked, judged, top_k))
-            recalls.append(metrics.recall_at_k(ranked, judged, depth))
-        result = {
-            f"ndcg@{top_k}": float(np.mean(ndcgs)),
-            f"recall@{depth}": float(np.mean(recalls)),
-            "p50_ms": _percentile(times_ms, 50),
-            "p95_ms": _percentile(times_ms, 95),
-        }
-        log.info("%s: %s", mode, result)
-        return result
-
-    for mode in (*MODES, "lexical_exhaustive"):
-        modes[mode] = score(mode, partial(call, mode))
-
-    # The peers' SQL on a plain copy of the same chunks, each mode in turn as above.
+    # Every system in turn on each query, the order rotating from query to query, so
+    # that none is timed only while the machine is busy or the cache cold (timed one
+    # system after another, the first measured right after the ingest could run at
+    # twice the time of the same searches later).
+    runs: dict[str, Callable[[int], list[str]]] = {m: partial(call, m) for m in (*MODES, "lexical_exhaustive")}
+    around: dict[str, tuple[Callable[[], None], Callable[[], None]]] = {}
     n_peer_rows, skipped = 0, None
-    if peers_too:
-        try:
-            n_peer_rows = bench_peers.install(conn, collection, data.dims)
-            peers = bench_peers.Peers(conn)
-
-            def peer(mode: str, i: int) -> list[str]:
-                return peers.search(mode, data.query_texts[i], data.query_embeddings[i], depth)
-
-            for mode in bench_peers.MODES:
-                peers.begin(mode, depth)
-                try:
-                    modes[mode] = score(mode, partial(peer, mode))
-                finally:
-                    peers.end()
-        except bench_peers.PeersUnavailable as exc:
-            skipped = str(exc)
-            log.warning("peers skipped: %s", exc)
-        finally:
+    try:
+        if peers_too:
+            try:
+                n_peer_rows = bench_peers.install(conn, collection, data.dims)
+                peers = bench_peers.Peers(conn)
+                for peer in bench_peers.MODES:
+                    runs[peer] = partial(_peer_search, peers, peer, data, depth)
+                    # pgvector's ef_search raised to the depth around that peer's searches
+                    # only, untimed (each of the other systems runs at its own setting).
+                    around[peer] = (partial(peers.begin, peer, depth), peers.end)
+            except bench_peers.PeersUnavailable as exc:
+                skipped = str(exc)
+                log.warning("peers skipped: %s", exc)
+        lists, modes = _time_in_turns(runs, around, query_idx, data, top_k, depth)
+    finally:
+        if peers_too:
             bench_peers.drop(conn)
     if "pgvector_hnsw" in modes:
         base = modes["pgvector_hnsw"]["p50_ms"]
@@ -356,6 +333,54 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
             **_server_info(conn),
         },
     }
+
+
+def _peer_search(peers: bench_peers.Peers, mode: str, data: BeirDataset, depth: int, i: int) -> list[str]:
+    return peers.search(mode, data.query_texts[i], data.query_embeddings[i], depth)
+
+
+def _time_in_turns(runs: dict[str, Callable[[int], list[str]]],
+                   around: dict[str, tuple[Callable[[], None], Callable[[], None]]], query_idx: list[int],
+                   data: BeirDataset, top_k: int,
+                   depth: int) -> tuple[dict[str, list[list[str]]], dict[str, dict[str, float]]]:
+    """Each query through every system, the order rotated by one each query (after one
+    untimed warm-up search each); around: what to do, untimed, before and after a
+    system's search. Each system's ranked lists, and its mean nDCG@top_k, recall@depth
+    and p50 / p95 latency in ms."""
+    names = list(runs)
+    nothing = (lambda: None, lambda: None)
+
+    def timed(name: str, i: int) -> tuple[list[str], float]:
+        before, after = around.get(name, nothing)
+        before()
+        try:
+            t0 = time.perf_counter()
+            ranked = runs[name](i)
+            return ranked, (time.perf_counter() - t0) * 1000.0
+        finally:
+            after()
+
+    for name in names:
+        timed(name, query_idx[0])   # warm-up, untimed
+    lists: dict[str, list[list[str]]] = {name: [] for name in names}
+    times_ms: dict[str, list[float]] = {name: [] for name in names}
+    for turn, i in enumerate(query_idx):
+        for name in names[turn % len(names):] + names[:turn % len(names)]:
+            ranked, ms = timed(name, i)
+            times_ms[name].append(ms)
+            lists[name].append(ranked)
+    modes: dict[str, dict[str, float]] = {}
+    for name in names:
+        judged = [data.qrels[data.query_ids[i]] for i in query_idx]
+        modes[name] = {
+            f"ndcg@{top_k}": float(np.mean([metrics.ndcg_at_k(r, j, top_k) for r, j in zip(lists[name], judged)])),
+            f"recall@{depth}": float(np.mean([metrics.recall_at_k(r, j, depth)
+                                              for r, j in zip(lists[name], judged)])),
+            "p50_ms": _percentile(times_ms[name], 50),
+            "p95_ms": _percentile(times_ms[name], 95),
+        }
+        log.info("%s: %s", name, modes[name])
+    return lists, modes
 
 
 def format_table(result: dict[str, Any]) -> str:
