@@ -373,6 +373,21 @@ comment on function sift._lift_and_sink(bigint[], double precision[], tsquery, t
     'the chunks that hold them, ranked again.';
 
 
+create or replace function sift._pending_bucket(lexeme text)
+returns smallint
+language sql immutable parallel safe security invoker
+as $$
+    -- Not pinned, so it inlines into the statements that bucket every lexeme
+    -- a write changed (every name in it is qualified). hashtext is stable
+    -- across major versions (hash indexes keep its values through
+    -- pg_upgrade), so a row written before an upgrade is found after it.
+    select (pg_catalog.hashtext(lexeme) & 63)::smallint
+$$;
+comment on function sift._pending_bucket(text) is
+    'Internal: which of the 64 rows a write statement leaves per collection holds this lexeme''s '
+    'pending count (sift.term_df_pending.bucket).';
+
+
 create or replace function sift._term_stats(
     collection_id bigint, terms text[], n_chunks double precision, avgdl double precision,
     k1 double precision, b double precision,
@@ -389,15 +404,15 @@ as $$
     -- Per term that occurs in the collection, in lexeme order: exact df from
     -- the ledger, Lucene's idf, and whether it has an impact list valid for
     -- these k1 and b (drift: how far avgdl has grown since).
-    -- The counts still pending, each row's arrays read once for all the terms
-    -- (a lookup per term and row read each row's arrays, often TOASTed,
-    -- once per term).
+    -- The counts still pending: each term looked up in its bucket's rows alone
+    -- (~30 lexemes each, inline; a write statement leaves one per bucket),
+    -- never in every lexeme written since the last refresh.
     with pending as materialized (
-        select u.lexeme, pg_catalog.sum(u.n) as n
-        from sift.term_df_pending p
-        cross join lateral unnest(p.lexemes, p.counts) as u(lexeme, n)
-        where p.collection_id = _term_stats.collection_id and u.lexeme = any (_term_stats.terms)
-        group by u.lexeme
+        select q.lexeme, pg_catalog.sum(p.counts[pg_catalog.array_position(p.lexemes, q.lexeme)]) as n
+        from (select distinct t.lexeme from pg_catalog.unnest(_term_stats.terms) as t(lexeme)) q
+        join sift.term_df_pending p
+          on p.collection_id = _term_stats.collection_id and p.bucket = sift._pending_bucket(q.lexeme)
+        group by q.lexeme
     )
     select pg_catalog.array_agg(q.lexeme order by q.lexeme),
            pg_catalog.array_agg(pg_catalog.ln(1 + (_term_stats.n_chunks - d.df + 0.5) / (d.df + 0.5))

@@ -342,9 +342,91 @@ def test_0031_counts_the_deltas_and_pending_rows_it_finds(client, db):
     assert_delta_counts(db)
     assert_oracle(client, db, col, rng, 10)
     # A pending row written by hand with arrays of unequal length fails no refresh.
-    db.execute("insert into sift.term_df_pending (collection_id, lexemes, counts, delta_lexemes, delta_entries) "
-               "values (%s, '{}', '{}', '{w000, w001}', '{1}')", [col.collection_id])
+    db.execute("insert into sift.term_df_pending (collection_id, bucket, lexemes, counts, delta_lexemes, "
+               "delta_entries) values (%s, 0, '{}', '{}', '{w000, w001}', '{1}')", [col.collection_id])
     db.execute("select * from sift.refresh_lexical_stats('c')")
+
+
+PENDING_TOTALS = """
+select u.lexeme, sum(u.n) from sift.term_df_pending p, unnest(p.lexemes, p.counts) u(lexeme, n) group by 1
+"""
+DELTA_TOTALS = """
+select u.lexeme, sum(u.n) from sift.term_df_pending p, unnest(p.delta_lexemes, p.delta_entries) u(lexeme, n)
+group by 1
+"""
+
+
+def test_pending_counts_are_bucketed_and_searches_read_them_exactly(client, db):
+    """A write statement leaves one row of pending counts per bucket of the lexemes it
+    changed, each lexeme in its own bucket's row, so a search reads only its terms' rows;
+    searches before the refresh still rank as exhaustive BM25 over what is written."""
+    rng, col = seeded_collection(client, seed=15, docs=300)
+    build_lists(db, 150)
+    write_chunks(db, rng, col.collection_id, 30, 40, "new")          # 30 statements, no refresh
+    db.execute("delete from sift.documents where source_uri = 'd3'")   # and a deletion's, unrefreshed
+    rows = db.execute("select bucket, lexemes from sift.term_df_pending").fetchall()
+    assert len(rows) > 64                                              # rows of many statements
+    assert all(b == db.execute("select sift._pending_bucket(%s)", [lex]).fetchone()[0]
+               for b, lexemes in rows[:200] for lex in lexemes)
+    assert db.execute("select bool_and(b.ok) from (select bucket, bool_and(sift._pending_bucket(u.l) = bucket) "
+                      "as ok from sift.term_df_pending p, unnest(p.lexemes) u(l) group by 1) b").fetchone()[0]
+    assert max(len(lexemes) for _, lexemes in rows) < 100              # small rows, stored inline
+    assert_oracle(client, db, col, rng, 10)
+    db.execute("select * from sift.refresh_lexical_stats('c')")
+    assert_delta_counts(db)
+    assert_oracle(client, db, col, rng, 5)
+
+
+def test_0032_splits_the_pending_rows_it_finds(client, db):
+    """Migration 0032 splits each pending row of every lexeme (as 0.1.x and 0031 wrote them)
+    into one row per bucket, counts and delta counts alike; searches and the refresh after it
+    answer as before."""
+    rng, col = seeded_collection(client, seed=16, docs=300)
+    build_lists(db, 150)
+    write_chunks(db, rng, col.collection_id, 40, 40, "new")
+    db.execute("delete from sift.documents where source_uri = 'd5'")   # (no refresh, as the client's)
+    totals, deltas = dict(db.execute(PENDING_TOTALS).fetchall()), dict(db.execute(DELTA_TOTALS).fetchall())
+    assert deltas and max(deltas.values()) > 0
+    # As 0031 left them: a row of every lexeme per statement (here one for the writes, with
+    # their deltas, and one for the deletion, with none), no bucket column, the old index.
+    db.execute("""
+        create temp table old_rows as
+        select x.collection_id, array_agg(x.lexeme) as lexemes, array_agg(x.n) as counts, x.writes
+        from (select p.collection_id, u.lexeme, sum(u.n) as n, u.n > 0 as writes
+              from sift.term_df_pending p, unnest(p.lexemes, p.counts) u(lexeme, n)
+              group by 1, 2, 4) x
+        group by x.collection_id, x.writes""")
+    db.execute("""
+        create temp table old_deltas as
+        select u.lexeme, sum(u.n)::integer as n
+        from sift.term_df_pending p, unnest(p.delta_lexemes, p.delta_entries) u(lexeme, n) group by 1""")
+    db.execute("delete from sift.term_df_pending")
+    db.execute("alter table sift.term_df_pending drop column bucket")
+    db.execute("create index term_df_pending_idx on sift.term_df_pending (collection_id)")
+    db.execute("""
+        insert into sift.term_df_pending (collection_id, lexemes, counts, delta_lexemes, delta_entries)
+        select o.collection_id, o.lexemes, o.counts,
+               case when o.writes then (select array_agg(d.lexeme order by d.lexeme) from old_deltas d) end,
+               case when o.writes then (select array_agg(d.n order by d.lexeme) from old_deltas d) end
+        from old_rows o""")
+    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 2
+    migration = next(m for m in pgsift.schema.migration_files() if m.version == "0032_pending_buckets")
+    db.execute(migration.text)
+    assert dict(db.execute(PENDING_TOTALS).fetchall()) == totals
+    assert dict(db.execute(DELTA_TOTALS).fetchall()) == deltas
+    assert db.execute("select count(*) from sift.term_df_pending where delta_lexemes is null").fetchone()[0] > 0
+    assert db.execute("select bool_and(sift._pending_bucket(u.l) = p.bucket) from sift.term_df_pending p, "
+                      "unnest(p.lexemes) u(l)").fetchone()[0]
+    assert db.execute("select bool_and(sift._pending_bucket(u.l) = p.bucket) from sift.term_df_pending p, "
+                      "unnest(p.delta_lexemes) u(l)").fetchone()[0]
+    # One row per bucket each old row had lexemes in.
+    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == db.execute(
+        "select count(distinct (o.writes, sift._pending_bucket(u.l))) from old_rows o, unnest(o.lexemes) u(l)"
+    ).fetchone()[0] >= 32
+    assert_oracle(client, db, col, rng, 10)
+    db.execute("select * from sift.refresh_lexical_stats('c')")
+    assert_delta_counts(db)
+    assert_oracle(client, db, col, rng, 5)
 
 
 def test_one_pass_build_with_sampled_cutoffs_gives_valid_lists(client, db):

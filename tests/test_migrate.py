@@ -348,7 +348,7 @@ SIFT_FUNCTIONS = """
 # Helpers that stay unpinned so they inline into the queries that call them per row; their
 # bodies name every function with its schema (checked below).
 INLINED = {"_bm25_impact", "_bm25_part", "_bm25_scores", "_bm25_term", "_list_entries", "recency_factor",
-           "_recency_date", "_language", "_page_key", "_locale_path", "_section_body"}
+           "_recency_date", "_language", "_page_key", "_locale_path", "_section_body", "_pending_bucket"}
 
 
 def test_every_function_has_a_comment(db):
