@@ -26,6 +26,13 @@ DIMS = 4
 VOCAB = [f"w{i:03d}" for i in range(300)]
 
 
+@pytest.fixture
+def client(db) -> Client:
+    """Every write through the client folds the statistics at once (refresh_backlog 1): these
+    tests look at what each refresh did."""
+    return Client(db, refresh_backlog=1)
+
+
 def zipf_text(rng: np.random.Generator, length: int) -> str:
     # Heavy head: a few words occur in most chunks, most words are rare.
     ranks = np.minimum(rng.zipf(1.3, size=length), len(VOCAB)) - 1

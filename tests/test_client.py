@@ -200,7 +200,64 @@ async def test_async_batches_match_the_sync_ones(db, aclient):
         await aclient.upsert_documents("c", [doc("e0", ["x"]), bad_dims("e1"), doc("e2", ["y"])],
                                        batch_documents=5)
     assert uris(db) == ["d0", "d1", "d2", "d3", "d4", "d5", "d6", "e0"]
+    # A failed call still ends with the refresh when one is due: with refresh_backlog 1, always.
+    assert 0 < pending_statements(db) < aclient.refresh_backlog
+    eager = AsyncClient(aclient.source, refresh_backlog=1)
+    with pytest.raises(pgsift.DimensionMismatch):
+        await eager.upsert_documents("c", [doc("f0", ["x"]), bad_dims("f1")], batch_documents=5)
+    assert pending_statements(db) == 0
     assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 0
+
+
+def pending_statements(db) -> int:
+    """Write statements whose statistics no refresh has folded yet."""
+    return db.execute("select count(*) from sift.collection_lexical_stats where pending").fetchone()[0]
+
+
+def test_writes_refresh_the_statistics_once_enough_statements_wait(db, client):
+    """The client's writes end with sift.refresh_lexical_stats once refresh_backlog write
+    statements of the collection wait (any writer's); searches are exact meanwhile."""
+    client.create_collection("c", embedding_dims=DIMS)
+    folded = Client(db, refresh_backlog=1)   # the same writes, each refreshed, for comparison
+    folded.create_collection("f", embedding_dims=DIMS)
+    assert client.refresh_backlog == pgsift.client.REFRESH_BACKLOG == 10
+    texts = [f"alpha word{i} bravo" for i in range(18)]
+    for i in range(9):
+        for c, name in ((client, "c"), (folded, "f")):
+            c.upsert_documents(name, [doc(f"d{i}", texts[2 * i: 2 * i + 2], seed=i)])
+    assert pending_statements(db) == 9           # c's nine writes, none folded; f's all folded
+    # Another writer's statement counts too: straight through SQL, as a service might write.
+    col_id = client.get_collection("c").collection_id
+    raw = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, 'raw') "
+                     "returning document_id", [col_id]).fetchone()[0]
+    db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) "
+               "values (%s, 0, 'alpha echo', %s)", [raw, str([1.0] + [0.0] * (DIMS - 1))])
+    folded.upsert_documents("f", [doc("raw", ["alpha echo"])])
+    assert pending_statements(db) == 10
+    # Pending, the statistics are exact: the same ranking and scores as refreshed ones.
+    for query in ("alpha", "bravo word3", "word7 alpha", "echo alpha"):
+        got = [(h.source_uri, round(h.score, 12)) for h in client.search("c", query, top_k=20)]
+        want = [(h.source_uri, round(h.score, 12)) for h in folded.search("f", query, top_k=20)]
+        assert got == want and got, query
+    # Ten wait: the next write (here a delete) folds them all.
+    assert client.delete_document("c", "d0") is True
+    assert pending_statements(db) == 0
+    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 0
+    # Deletes count as writes: nine more statements, then a replace brings the tenth.
+    client.upsert_documents("c", [doc("y", ["yankee"])])
+    for i in range(1, 8):
+        client.delete_document("c", f"d{i}")
+    client.delete_documents("c", source_prefix="raw")
+    assert pending_statements(db) == 9
+    client.replace_documents("c", [doc("z", ["zulu"])], delete_all=True)
+    assert pending_statements(db) == 0
+    assert client.refresh_lexical_stats("c")[0] == 0   # nothing left to fold
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "3", None])
+def test_refresh_backlog_must_be_a_positive_integer(db, bad):
+    with pytest.raises(pgsift.InvalidArgument, match="refresh_backlog"):
+        Client(db, refresh_backlog=bad)
 
 
 def test_delete_document(db, client):

@@ -520,7 +520,7 @@ def test_only_writers_clean_the_text_index_and_their_refresh_does(db, connect_as
         return db.execute("select pending_pages from pgstatginindex('sift.chunks_search_vector_idx')").fetchone()[0]
 
     wconn = connect_as("t_writer")
-    writer = Client(wconn)
+    writer = Client(wconn, refresh_backlog=1)   # a refresh after every write
     col_id = db.execute("select collection_id from sift.collections where name = 'c'").fetchone()[0]
     for i in range(40):   # straight through SQL, as the writer: no refresh runs
         with wconn.transaction():

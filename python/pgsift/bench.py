@@ -186,7 +186,7 @@ def corpus_documents(data: BeirDataset, start: int, stop: int) -> list[Document]
 
 def load_collection(client: Client, collection: str, data: BeirDataset) -> None:
     """A fresh collection holding the dataset's corpus (one replaced if it was there), 500
-    documents a call."""
+    documents a call, its statistics folded at the end (whatever the client's backlog)."""
     try:
         client.drop_collection(collection)
     except CollectionNotFound:
@@ -194,6 +194,7 @@ def load_collection(client: Client, collection: str, data: BeirDataset) -> None:
     client.create_collection(collection, embedding_dims=data.dims)
     for start in range(0, len(data.doc_ids), 500):
         client.upsert_documents(collection, corpus_documents(data, start, min(start + 500, len(data.doc_ids))))
+    client.refresh_lexical_stats(collection)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -243,7 +244,9 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
     if not query_idx:
         raise InvalidArgument(f"{dataset}: no test query has a relevant judgment")
 
-    client = Client(conn)
+    # Each load call folds its statistics (refresh_backlog 1): the searches run on a settled
+    # collection, as a production one is between writes.
+    client = Client(conn, refresh_backlog=1)
     try:
         client.drop_collection(collection)
     except CollectionNotFound:

@@ -35,7 +35,7 @@ OTHERS = "bench_exact_others"
 def run_exact(conn: psycopg.Connection[Any], *, sizes: tuple[int, ...] = SIZES, queries: int = 100,
               match_count: int = 10, seed: int = 11, beside: int = 0) -> dict[str, Any]:
     corpus = Corpus(seed)
-    client = Client(conn)
+    client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
     for name in (COLLECTION, OTHERS):
         if any(c.name == name for c in client.list_collections()):
             client.drop_collection(name)

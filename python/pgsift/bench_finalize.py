@@ -89,7 +89,7 @@ def run_finalize(conn: psycopg.Connection[Any], pool_sizes: tuple[int, ...] = (5
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     rng = np.random.default_rng(seed)
-    client = Client(conn, tenant=TENANT)
+    client = Client(conn, tenant=TENANT, refresh_backlog=1)   # settled statistics before the searches
     name = f"finalize-{uuid.uuid4().hex[:8]}"
     n_chunks = max(2 * max(pool_sizes), 400)
     client.create_collection(name, embedding_dims=dims, fetch_k=max(pool_sizes), exact_search_limit=n_chunks)

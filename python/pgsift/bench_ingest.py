@@ -81,7 +81,8 @@ def run_ingest(conn: psycopg.Connection[Any], sizes: tuple[int, ...] = (2_000, 1
         raise ValueError(f"unknown shapes {unknown}; known: {list(SHAPES)}")
     rng = np.random.default_rng(seed)
     texts = _texts(dataset, rng)
-    client = Client(conn, tenant=TENANT)
+    # The write's own refresh timed after it, whatever the backlog (refresh_backlog 1).
+    client = Client(conn, tenant=TENANT, refresh_backlog=1)
     server = conn.execute(queries.SERVER_VERSIONS, prepare=False).fetchone()
     runs = []
     last = [0.0]   # when the latest document was written (upsert_documents' progress)

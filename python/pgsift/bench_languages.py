@@ -153,7 +153,7 @@ def run_languages(conn: psycopg.Connection[Any], dataset: Path, *, sample: int =
     corpus, doc_emb, questions = load(dataset, sample)
     corpus_id = {row["metadata"]["source_uri"]: row["_id"] for row in corpus}
     languages = sorted({row["metadata"]["language"] for row in corpus})
-    client = Client(conn)
+    client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
     started = time.perf_counter()
     _load(client, "bench_languages", documents(corpus, doc_emb))
     per_language_names = [f"bench_languages_{lang}" for lang in languages]

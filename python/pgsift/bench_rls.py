@@ -74,7 +74,7 @@ def run_rls(conn: psycopg.Connection[Any], dataset: Path, *, model: str | None =
     data = load_beir(dataset, model=model)
     role = f"pgsift_bench_reader_{uuid.uuid4().hex[:8]}"
     name = "rls"
-    operator = Client(conn, tenant=TENANT)
+    operator = Client(conn, tenant=TENANT, refresh_backlog=1)   # settled statistics before the searches
     if any(c.name == name for c in operator.list_collections()):
         operator.drop_collection(name)
     operator.create_collection(name, embedding_dims=data.dims, exact_search_limit=0)

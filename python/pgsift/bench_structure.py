@@ -178,7 +178,7 @@ def run_structure(conn: psycopg.Connection[Any], dataset: Path, *, sizes: tuple[
     if max_questions is not None and max_questions < len(questions):
         questions = random.Random(0).sample(questions, max_questions)
     vectors = embedder.embed([question.text for question in questions])
-    client = Client(conn)
+    client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
     rows: list[dict[str, Any]] = []
     loads: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -187,6 +187,20 @@ REFRESH_LEXICAL_STATS = """
 select pending_folded, lists_built from sift.refresh_lexical_stats(collection => %(collection)s::text)
 """
 
+# The refresh after a write, once `backlog` write statements of the collection (any writer's,
+# as row-level security shows them) wait to be folded: each leaves a pending row of its chunk
+# counts. No row comes back when fewer do (the refresh is not called: a one-time filter).
+REFRESH_IF_DUE = """
+select r.pending_folded, r.lists_built
+from (select pg_catalog.count(*) as n
+      from sift.collection_lexical_stats s
+      where s.collection_id = (select c.collection_id from sift._collection(collection => %(collection)s::text) c)
+        and s.pending) b
+cross join lateral (select x.pending_folded, x.lists_built
+                    from sift.refresh_lexical_stats(collection => %(collection)s::text) x
+                    where b.n >= %(backlog)s::integer) r
+"""
+
 # -- vector spaces -------------------------------------------------------------------------------
 
 ADD_VECTOR_SPACE = """

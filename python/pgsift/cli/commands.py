@@ -178,6 +178,8 @@ def ingest_path(client: Client, collection: str, path: Path, embedder: Embedder 
                                           progress=embedded)
     with common.progress_bar(len(docs), f"ingest {collection}", unit="doc") as bar:
         client.upsert_documents(collection, docs, progress=lambda _doc: bar.update(1))
+    # A load ends settled: its statistics folded, whatever the client's refresh backlog.
+    client.refresh_lexical_stats(collection)
     return sum(len(d.chunks) for d in docs)
 
 
