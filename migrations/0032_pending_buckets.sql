@@ -12,11 +12,12 @@
 alter table sift.term_df_pending add column bucket smallint;
 
 insert into sift.term_df_pending (collection_id, bucket, lexemes, counts, delta_lexemes, delta_entries)
-select x.collection_id, x.bucket, x.lexemes, x.counts,
+select coalesce(x.collection_id, d.collection_id), coalesce(x.bucket, d.bucket),
+       coalesce(x.lexemes, '{}'), coalesce(x.counts, '{}'),
        -- (a row that added to no delta keeps nulls there, as the trigger writes it)
-       case when x.had_deltas then coalesce(d.lexemes, '{}') end,
-       case when x.had_deltas then coalesce(d.entries, '{}') end
-from (select u.row_id, u.collection_id, (pg_catalog.hashtext(u.lexeme) & 63)::smallint as bucket,
+       case when coalesce(x.had_deltas, true) then coalesce(d.lexemes, '{}') end,
+       case when coalesce(x.had_deltas, true) then coalesce(d.entries, '{}') end
+from (select u.row_id, u.collection_id, (pg_catalog.get_byte(pg_catalog.sha256(pg_catalog.convert_to(u.lexeme, 'UTF8')), 0) & 63)::smallint as bucket,
              pg_catalog.array_agg(u.lexeme order by u.o) as lexemes,
              pg_catalog.array_agg(u.n order by u.o) as counts, u.had_deltas
       -- (each lexeme once a row, as the trigger writes them: one written twice
@@ -28,15 +29,18 @@ from (select u.row_id, u.collection_id, (pg_catalog.hashtext(u.lexeme) & 63)::sm
             where p.bucket is null and e.lexeme is not null and e.n is not null
             group by p.ctid, p.collection_id, e.lexeme, p.delta_lexemes is not null) u
       group by u.row_id, u.collection_id, 3, u.had_deltas) x
-left join (select u.row_id, (pg_catalog.hashtext(u.lexeme) & 63)::smallint as bucket,
+-- (full: a delta whose bucket holds none of the row's counted lexemes, which
+-- only a row written by hand can have, is kept too)
+full join (select u.row_id, u.collection_id, (pg_catalog.get_byte(pg_catalog.sha256(pg_catalog.convert_to(u.lexeme, 'UTF8')), 0) & 63)::smallint as bucket,
                   pg_catalog.array_agg(u.lexeme order by u.o) as lexemes,
                   pg_catalog.array_agg(u.n order by u.o) as entries
-           from (select p.ctid as row_id, e.lexeme, pg_catalog.sum(e.n)::integer as n, pg_catalog.min(e.o) as o
+           from (select p.ctid as row_id, p.collection_id, e.lexeme, pg_catalog.sum(e.n)::integer as n,
+                        pg_catalog.min(e.o) as o
                  from sift.term_df_pending p
                  cross join lateral unnest(p.delta_lexemes, p.delta_entries) with ordinality as e(lexeme, n, o)
                  where p.bucket is null and e.lexeme is not null and e.n is not null
-                 group by p.ctid, e.lexeme) u
-           group by u.row_id, 2) d
+                 group by p.ctid, p.collection_id, e.lexeme) u
+           group by u.row_id, u.collection_id, 3) d
        on d.row_id = x.row_id and d.bucket = x.bucket;
 
 delete from sift.term_df_pending where bucket is null;
@@ -52,3 +56,8 @@ comment on column sift.term_df_pending.bucket is
 -- one index serves both.
 create index term_df_pending_bucket_idx on sift.term_df_pending (collection_id, bucket);
 drop index sift.term_df_pending_idx;
+
+comment on table sift.term_df_pending is
+    'Document-frequency deltas not folded yet: per statement that writes chunks, one row per bucket of the '
+    'lexemes it changed (sift._pending_bucket), added to sift.term_df by sift.refresh_lexical_stats; readers '
+    'add them in, each term from its bucket''s rows.';

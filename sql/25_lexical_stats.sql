@@ -373,7 +373,7 @@ begin
     -- meanwhile.
     perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
     -- No min_df given: the one the lists were built under (100 for a first
-    -- build). A refresh after every write (the Python client's) so keeps a
+    -- build). A refresh after writes (the Python client's) so keeps a
     -- min_df chosen once, where the default would drop the lists it added and
     -- look at every term again.
     built_df := (select max(s.lists_min_df) from sift.collection_lexical_stats s

@@ -416,9 +416,23 @@ def test_0032_splits_the_pending_rows_it_finds(client, db):
                case when o.writes then (select array_agg(d.lexeme order by d.lexeme) from old_deltas d) end,
                case when o.writes then (select array_agg(d.n order by d.lexeme) from old_deltas d) end
         from old_rows o""")
-    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 2
+    # And one written by hand: deltas only, a lexeme twice.
+    db.execute("insert into sift.term_df_pending (collection_id, lexemes, counts, delta_lexemes, delta_entries) "
+               "values (%s, '{w000, w000}', '{100, 200}', '{w001, w002}', '{1000, 2000}')", [col.collection_id])
+    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 3
     migration = next(m for m in pgsift.schema.migration_files() if m.version == "0032_pending_buckets")
     db.execute(migration.text)
+    assert dict(db.execute(PENDING_TOTALS).fetchall()) == {**totals, "w000": totals.get("w000", 0) + 300}
+    assert dict(db.execute(DELTA_TOTALS).fetchall()) == {
+        **deltas, "w001": deltas.get("w001", 0) + 1000, "w002": deltas.get("w002", 0) + 2000}
+    assert db.execute("select max(cardinality(array_positions(p.lexemes, 'w000'))) "
+                      "from sift.term_df_pending p").fetchone()[0] == 1   # summed: once a row
+    # The hand row goes again (its deltas have no delta rows behind them to count).
+    db.execute("""
+        delete from sift.term_df_pending p where exists (
+            select 1 from unnest(p.delta_lexemes, p.delta_entries) u(l, n)
+            where (u.l, u.n) in (('w001', 1000), ('w002', 2000)))
+           or (p.lexemes = '{w000}' and p.counts = '{300}')""")
     assert dict(db.execute(PENDING_TOTALS).fetchall()) == totals
     assert dict(db.execute(DELTA_TOTALS).fetchall()) == deltas
     assert db.execute("select count(*) from sift.term_df_pending where delta_lexemes is null").fetchone()[0] > 0

@@ -64,3 +64,25 @@ def test_doctor_from_the_command_line(dsn, capsys):
     assert len(rows) == 8 and {r["status"] for r in rows} <= {"ok", "warn", "info"}
     assert main(["doctor", "--dsn", dsn]) == 0
     assert "hnsw indexes in shared_buffers" in capsys.readouterr().out
+
+
+def test_doctor_warns_when_a_collection_leaves_many_writes_unfolded(db, monkeypatch):
+    client = Client(db)
+    client.create_collection("kb", embedding_dims=4)
+    client.create_collection("quiet", embedding_dims=4)
+
+    def statistics():
+        return by_name(doctor.checks(db))["lexical statistics"]
+
+    assert statistics().status == "ok" and statistics().value.startswith("0 write statements")
+    col_id = client.get_collection("kb").collection_id
+    for i in range(4):   # straight through SQL: nothing refreshes
+        doc = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, %s) "
+                         "returning document_id", [col_id, f"d{i}"]).fetchone()[0]
+        db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) "
+                   "values (%s, 0, 'words', '[1,0,0,0]')", [doc])
+    assert statistics().status == "ok" and statistics().value == "4 write statements not yet folded in collection 'kb'"
+    monkeypatch.setattr(doctor, "PENDING_WARN", 4)
+    assert statistics().status == "warn" and "sift.refresh_lexical_stats('kb')" in statistics().advice
+    client.refresh_lexical_stats("kb")
+    assert statistics().status == "ok" and statistics().value.startswith("0 write statements")

@@ -82,7 +82,7 @@ def run_fusion(conn: psycopg.Connection[Any], dataset: Path | list[Path], *, spl
                model: str | None = None, tune_sample: int = 500, collection: str = "bench_fusion",
                answer_only: bool = False) -> dict[str, Any]:
     datasets = [dataset] if isinstance(dataset, Path) else list(dataset)
-    client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
+    client = Client(conn)
     per = [_grid(conn, client, Path(d), split, model, tune_sample, collection, answer_only) for d in datasets]
     cells = sorted(per[0]["grid"])
     rows = []

@@ -111,7 +111,7 @@ def run_legs(conn: psycopg.Connection[Any], dataset: Path, *, models: tuple[str,
         raise ValueError(f"{dataset} needs two embedding models under embeddings/, found {list(names)}")
     main_test, second_test = (load_beir(dataset, model=m, split="test") for m in names)
     main_train, second_train = (load_beir(dataset, model=m, split="train") for m in names)
-    client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
+    client = Client(conn)
     started = time.perf_counter()
     load_collection(client, COLLECTION, main_test)
     client.add_vector_space(COLLECTION, SPACE, dimensions=second_test.dims, model=names[1])

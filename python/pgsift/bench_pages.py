@@ -31,7 +31,7 @@ def _call(client: Client, collection: str, case: str, text: str, vector: Any, fi
 def run_pages(conn: psycopg.Connection[Any], dataset: Path, *, queries: int = 100,
               collection: str = "bench_pages") -> dict[str, Any]:
     data = load_beir(dataset)
-    client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
+    client = Client(conn)
     load_collection(client, collection, data)
     samples: dict[str, list[float]] = {c: [] for c in CASES}
     n = min(queries, len(data.query_ids))

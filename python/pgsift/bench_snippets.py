@@ -24,7 +24,7 @@ MATCH_COUNTS = (10, 50)
 def run_snippets(conn: psycopg.Connection[Any], dataset: Path, *, queries: int = 100,
                  collection: str = "bench_snippets") -> dict[str, Any]:
     data = load_beir(dataset)
-    client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
+    client = Client(conn)
     load_collection(client, collection, data)
     samples: dict[tuple[int, str], list[float]] = {(k, str(m)): [] for k in MATCH_COUNTS for m in MODES}
     n = min(queries, len(data.query_ids))

@@ -17,6 +17,9 @@ import psycopg
 from . import queries as q
 
 MB = 2**20
+# Write statements of one collection left unfolded past which searches slow (ten times the
+# Python client's refresh backlog).
+PENDING_WARN = 100
 
 
 @dataclass(frozen=True)
@@ -108,10 +111,15 @@ def checks(conn: psycopg.Connection[Any]) -> list[Check]:
          "operator, run select sift.ensure_dense_indexes() when searches are quiet" if inline else
          "every chunk the lexical leg scores costs a TOAST lookup (~5 us): ALTER TABLE sift.chunks ALTER COLUMN "
          "search_vector SET STORAGE main (VACUUM FULL sift.chunks moves the rows already written)")))
+    # Searches read a collection's unfolded statements for their terms (a row each per term's
+    # bucket) and the text index's pending entries: cheap at the client's backlog (10), not at
+    # ten times it.
     pending = conn.execute(q.DOCTOR_PENDING_STATS).fetchone()
-    backlog = int(pending[0]) if pending and pending[0] is not None else 0
+    name, backlog = (str(pending[0]), int(pending[1])) if pending else (None, 0)
     found.append(Check(
-        "lexical statistics", "ok" if backlog < 100_000 else "warn", f"{backlog} pending term rows",
-        "BM25 statistics are folded" if backlog < 100_000 else
-        "run sift.refresh_lexical_stats(collection) (writes through the client fold them as they go)"))
+        "lexical statistics", "ok" if backlog < PENDING_WARN else "warn",
+        f"{backlog} write statements not yet folded" + (f" in collection {name!r}" if name else ""),
+        "BM25 statistics are folded as they should be" if backlog < PENDING_WARN else
+        f"run select * from sift.refresh_lexical_stats('{name}') after writing through SQL (the client "
+        "refreshes once 10 statements wait)"))
     return found

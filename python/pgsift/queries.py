@@ -189,16 +189,15 @@ select pending_folded, lists_built from sift.refresh_lexical_stats(collection =>
 
 # The refresh after a write, once `backlog` write statements of the collection (any writer's,
 # as row-level security shows them) wait to be folded: each leaves a pending row of its chunk
-# counts. No row comes back when fewer do (the refresh is not called: a one-time filter).
+# counts. No row comes back when fewer do: the count is a one-time filter over the refresh's
+# scan (an uncorrelated subquery, so it gates the call whatever order the planner picks).
 REFRESH_IF_DUE = """
-select r.pending_folded, r.lists_built
-from (select pg_catalog.count(*) as n
-      from sift.collection_lexical_stats s
-      where s.collection_id = (select c.collection_id from sift._collection(collection => %(collection)s::text) c)
-        and s.pending) b
-cross join lateral (select x.pending_folded, x.lists_built
-                    from sift.refresh_lexical_stats(collection => %(collection)s::text) x
-                    where b.n >= %(backlog)s::integer) r
+select x.pending_folded, x.lists_built
+from sift.refresh_lexical_stats(collection => %(collection)s::text) x
+where (select pg_catalog.count(*)
+       from sift.collection_lexical_stats s
+       where s.collection_id = (select c.collection_id from sift._collection(collection => %(collection)s::text) c)
+         and s.pending) >= %(backlog)s::integer
 """
 
 # -- vector spaces -------------------------------------------------------------------------------
@@ -844,7 +843,13 @@ select a.attstorage::text,
 from pg_catalog.pg_attribute a
 where a.attrelid = 'sift.chunks'::regclass and a.attname = 'search_vector'
 """
-# The planner's estimate (kept by autovacuum): counting would scan the table.
+# The collection with the most write statements not yet folded (one pending row each of chunk
+# counts; the table holds one more row a collection), as row-level security shows them.
 DOCTOR_PENDING_STATS = """
-select greatest(c.reltuples, 0)::bigint from pg_catalog.pg_class c where c.oid = 'sift.term_df_pending'::regclass
+select c.name::text, s.n
+from (select s.collection_id, pg_catalog.count(*) as n
+      from sift.collection_lexical_stats s where s.pending group by 1) s
+join sift.collections c on c.collection_id = s.collection_id
+order by s.n desc, c.collection_id
+limit 1
 """

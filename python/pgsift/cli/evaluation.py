@@ -41,6 +41,8 @@ def _ingest_beir(client: Client, collection: str, dataset: Path, model: str | No
     with progress_bar(len(data), f"ingest {collection}", unit="doc") as bar:
         client.upsert_documents(collection, golden.beir_documents(dataset, model=model),
                                 progress=lambda _doc: bar.update(1))
+    # A load ends settled: its statistics folded, whatever the client's refresh backlog.
+    client.refresh_lexical_stats(collection)
 
 
 def _print_import(report: golden.ImportReport, collection: str) -> None:
