@@ -530,13 +530,17 @@ def test_run_scale_times_pgsift_beside_the_peers(db):
             assert m[leg]["p50"] > 0
         assert m["over_raw_p50"]["hybrid"] == pytest.approx(m["hybrid"]["p50"] / m["raw_pgvector"]["p50"], rel=0.02)
     for key in ("plain_load_chunks_per_s", "plain_live_chunks_per_s", "client_ingest_chunks_per_s",
-                "client_one_chunks_per_s", "plain_one_chunks_per_s"):
+                "client_one_chunks_per_s", "plain_one_chunks_per_s", "client_ingest_over_plain",
+                "client_one_over_plain"):
         assert result[key] > 0
+    assert result["live_rounds"] == 3   # pgsift and the plain table in turn, after both loads
+    # the live writes were removed again, on both sides
+    assert db.execute("select count(*) from sift.chunks").fetchone()[0] == 2_000
     assert result["plain_hnsw_build_s"] >= 0   # (2,000 rows: a fraction of a second)
     table = scale_table(result)
     assert "raw_pgvector" in table and "supabase_hybrid" in table and "p50/raw" in table
     assert "plain table, same rows" in table and "of its rate" in table and "(pgsift " in table
-    assert "a document a call" in table
+    assert "a document a call" in table and "median of 3 rounds in turn" in table
     # the refresh line says how many lists there are, and from which chunk count on (the default)
     assert result["lists"] > 0 and result["lists_min_df"] == 100
     assert f"{result['lists']:,} impact lists after it" in table and "every term in 100+" in table

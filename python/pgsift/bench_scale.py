@@ -36,6 +36,7 @@ ZIPF_S, ZIPF_Q = 1.1, 2.7
 CHUNKS_PER_DOC = 20
 BATCH_CHUNKS = 10_000    # chunks per COPY (one transaction, one statistics row); whole documents
 COLLECTION = "scale"
+LIVE_ROUNDS = 3          # live writes into pgsift and the plain table, in turn
 
 
 def _word(rank: int) -> str:
@@ -179,33 +180,59 @@ def finish(conn: psycopg.Connection[Any]) -> dict[str, Any]:
             "lists_min_df": min_df}
 
 
-def _client_ingest(conn: psycopg.Connection[Any], documents: list[Document]) -> dict[str, Any]:
-    """Ingest through Client.upsert_documents onto the loaded collection (lists
-    in place, so their deltas are maintained), refresh included: the ones the
-    client runs and a last one for what it left pending; then removed."""
+def _client_ingest(conn: psycopg.Connection[Any], documents: list[Document], per_call: int) -> float:
+    """Write through Client.upsert_documents onto the loaded collection (lists in
+    place, so their deltas are maintained), `per_call` documents a call, refresh
+    included: the ones the client runs and a last one for what the calls left
+    pending; chunks per second. Then removed again (untimed)."""
     client = Client(conn)
     t0 = time.perf_counter()
-    client.upsert_documents(COLLECTION, documents, batch_documents=BATCH_DOCUMENTS)
+    for start in range(0, len(documents), per_call):
+        client.upsert_documents(COLLECTION, documents[start:start + per_call], batch_documents=BATCH_DOCUMENTS)
     client.refresh_lexical_stats(COLLECTION)
     seconds = time.perf_counter() - t0
     for doc in documents:
         client.delete_document(COLLECTION, doc.source_uri)
-    return {"client_ingest_chunks_per_s": round(len(documents) * CHUNKS_PER_DOC / seconds, 1)}
-
-
-def _client_ingest_one(conn: psycopg.Connection[Any], documents: list[Document]) -> dict[str, Any]:
-    """As a live application writes: each document its own Client.upsert_documents call (its
-    own transaction; a refresh once enough writes wait, and a last one for what they left
-    pending, all timed); then removed."""
-    client = Client(conn)
-    t0 = time.perf_counter()
-    for doc in documents:
-        client.upsert_documents(COLLECTION, [doc])
     client.refresh_lexical_stats(COLLECTION)
+    return len(documents) * CHUNKS_PER_DOC / seconds
+
+
+def _plain_ingest(conn: psycopg.Connection[Any], documents: list[Document], per_call: int, first_id: int) -> float:
+    """The same documents into the plain table, `per_call` a call (bench_plain.live, a
+    transaction each); chunks per second. Then removed again (untimed)."""
+    t0 = time.perf_counter()
+    for start in range(0, len(documents), per_call):
+        bench_plain.live(conn, documents[start:start + per_call], first_id=first_id + start,
+                         batch_documents=per_call)
     seconds = time.perf_counter() - t0
-    for doc in documents:
-        client.delete_document(COLLECTION, doc.source_uri)
-    return {"client_one_chunks_per_s": round(len(documents) * CHUNKS_PER_DOC / seconds, 1)}
+    conn.execute(q.PLAIN_DELETE, {"ids": list(range(first_id, first_id + len(documents)))})
+    return len(documents) * CHUNKS_PER_DOC / seconds
+
+
+def _live(conn: psycopg.Connection[Any], documents: list[Document], one_by_one: list[Document],
+          first_id: int | None) -> dict[str, Any]:
+    """Live writes, pgsift and (first_id given) the plain table in turn, LIVE_ROUNDS
+    rounds, the side that goes first alternating, after both bulk loads (the one
+    loaded last would otherwise write while the other's load is still being
+    flushed): `documents` in one call, then `one_by_one` a document a call. Medians
+    of the rounds, and of each round's pgsift / plain."""
+    runs: dict[str, list[float]] = {k: [] for k in ("client_ingest", "plain_live", "client_one", "plain_one")}
+    for r in range(LIVE_ROUNDS):
+        sides: list[int | None] = [None] if first_id is None else [None, first_id]   # None: pgsift
+        for ident in sides if r % 2 == 0 else sides[::-1]:
+            if ident is None:
+                runs["client_ingest"].append(_client_ingest(conn, documents, len(documents)))
+                runs["client_one"].append(_client_ingest(conn, one_by_one, 1))
+            else:
+                runs["plain_live"].append(_plain_ingest(conn, documents, len(documents), ident))
+                runs["plain_one"].append(_plain_ingest(conn, one_by_one, 1, ident + len(documents)))
+    out: dict[str, Any] = {f"{k}_chunks_per_s": round(statistics.median(v), 1) for k, v in runs.items() if v}
+    if first_id is not None:
+        out["live_rounds"] = LIVE_ROUNDS
+        for ours, theirs in (("client_ingest", "plain_live"), ("client_one", "plain_one")):
+            out[f"{ours}_over_plain"] = round(statistics.median(
+                a / b for a, b in zip(runs[ours], runs[theirs], strict=True)), 3)
+    return out
 
 
 def plain_source(seed: int) -> bench_plain.Source:
@@ -220,22 +247,21 @@ def plain_source(seed: int) -> bench_plain.Source:
     return source
 
 
-def _plain(conn: psycopg.Connection[Any], seed: int, chunks: int, documents: list[Document],
-           one_by_one: list[Document]) -> dict[str, Any]:
-    """The same rows into a plain table (bulk, as build loads them), then the same
-    documents as _client_ingest and _client_ingest_one wrote, with every index live
-    (pgsift.bench_plain)."""
+def _ingest(conn: psycopg.Connection[Any], seed: int, chunks: int, documents: list[Document],
+            one_by_one: list[Document], plain: bool) -> dict[str, Any]:
+    """With `plain`, the same rows into a plain table (bulk, as build loads them);
+    then the live writes (_live), into pgsift and the plain table in turn, every
+    index live (pgsift.bench_plain)."""
+    out: dict[str, Any] = {}
     try:
-        out = bench_plain.bulk(conn, plain_source(seed), chunks, dims=DIMS, batch=BATCH_CHUNKS)
-        first_id = chunks // CHUNKS_PER_DOC
+        if plain:
+            out.update(bench_plain.bulk(conn, plain_source(seed), chunks, dims=DIMS, batch=BATCH_CHUNKS))
         if documents:
-            out.update(bench_plain.live(conn, documents, first_id=first_id, batch_documents=BATCH_DOCUMENTS))
-        if one_by_one:
-            one = bench_plain.live(conn, one_by_one, first_id=first_id + len(documents), batch_documents=1)
-            out["plain_one_chunks_per_s"] = one["plain_live_chunks_per_s"]
+            out.update(_live(conn, documents, one_by_one, chunks // CHUNKS_PER_DOC if plain else None))
         return out
     finally:
-        bench_peers.drop(conn)
+        if plain:
+            bench_peers.drop(conn)
 
 
 # Exhaustive BM25: the leg with its read budget and exhaustive limit lifted.
@@ -319,11 +345,7 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
     documents = corpus.documents(0, ingest_docs) if ingest_docs else []
     # A live application's writes, a document a call (at most 10 of them).
     one_by_one = corpus.documents(ingest_docs, min(10, ingest_docs)) if ingest_docs else []
-    if documents:
-        results.update(_client_ingest(conn, documents))
-        results.update(_client_ingest_one(conn, one_by_one))
-    if plain:
-        results.update(_plain(conn, seed, n_chunks, documents, one_by_one))
+    results.update(_ingest(conn, seed, n_chunks, documents, one_by_one, plain))
 
     sizes: dict[str, float] = dict(conn.execute(q.BENCH_STORAGE).fetchall())
     results["storage_bytes_per_chunk"] = {k: round(float(v) / n_chunks, 1) for k, v in sizes.items()}
@@ -363,16 +385,17 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{result['plain_hnsw_build_s']} s; end to end {plain:,.0f} s"
                      + (f" (pgsift {total / plain:.2f}x)" if "load_s" in result and plain > 0 else ""))
     for ours, theirs, what, plain_what in (
-            ("client_ingest_chunks_per_s", "plain_live_chunks_per_s",
+            ("client_ingest", "plain_live",
              "Client.upsert_documents onto it (lists maintained, refresh included)",
              "the plain table, same documents, indexes live"),
-            ("client_one_chunks_per_s", "plain_one_chunks_per_s",
-             "a document a call (its own transaction and refresh)", "the plain table, same documents")):
-        if ours in result:
-            line = f"{what}: {result[ours]:,} chunks/s"
-            if theirs in result:
-                line += (f"; {plain_what}: {result[theirs]:,} chunks/s "
-                         f"(pgsift at {result[ours] / result[theirs]:.2f} of its rate)")
+            ("client_one", "plain_one",
+             "a document a call (its own transaction; refresh included)", "the plain table, same documents")):
+        if f"{ours}_chunks_per_s" in result:
+            line = f"{what}: {result[f'{ours}_chunks_per_s']:,} chunks/s"
+            if f"{theirs}_chunks_per_s" in result:
+                line += (f"; {plain_what}: {result[f'{theirs}_chunks_per_s']:,} chunks/s "
+                         f"(pgsift at {result[f'{ours}_over_plain']:.2f} of its rate, median of "
+                         f"{result['live_rounds']} rounds in turn)")
             lines.append(line)
     lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8}")
     for mix, modes in result["modes"].items():
