@@ -11,37 +11,34 @@
 
 alter table sift.term_df_pending add column bucket smallint;
 
+-- Each old row's counts and delta counts, one list of entries (a lexeme
+-- written twice in a row by hand is summed: the trigger writes each once),
+-- then one new row per old row and bucket.
+with e as (
+    select p.ctid as row_id, p.collection_id, p.delta_lexemes is not null as had_deltas, u.delta, u.lexeme,
+           pg_catalog.sum(u.n) as n, pg_catalog.min(u.o) as o
+    from sift.term_df_pending p
+    cross join lateral (select false, c.lexeme, c.n, c.o
+                        from unnest(p.lexemes, p.counts) with ordinality as c(lexeme, n, o)
+                        union all
+                        select true, d.lexeme, d.n, d.o
+                        from unnest(p.delta_lexemes, p.delta_entries) with ordinality as d(lexeme, n, o)
+                       ) as u(delta, lexeme, n, o)
+    where p.bucket is null and u.lexeme is not null and u.n is not null
+    group by p.ctid, p.collection_id, p.delta_lexemes is not null, u.delta, u.lexeme
+)
 insert into sift.term_df_pending (collection_id, bucket, lexemes, counts, delta_lexemes, delta_entries)
-select coalesce(x.collection_id, d.collection_id), coalesce(x.bucket, d.bucket),
-       coalesce(x.lexemes, '{}'), coalesce(x.counts, '{}'),
+select e.collection_id,
+       (pg_catalog.get_byte(pg_catalog.sha256(pg_catalog.convert_to(e.lexeme, 'UTF8')), 0) & 63)::smallint,
+       coalesce(pg_catalog.array_agg(e.lexeme order by e.o) filter (where not e.delta), '{}'),
+       coalesce(pg_catalog.array_agg(e.n::bigint order by e.o) filter (where not e.delta), '{}'),
        -- (a row that added to no delta keeps nulls there, as the trigger writes it)
-       case when coalesce(x.had_deltas, true) then coalesce(d.lexemes, '{}') end,
-       case when coalesce(x.had_deltas, true) then coalesce(d.entries, '{}') end
-from (select u.row_id, u.collection_id, (pg_catalog.get_byte(pg_catalog.sha256(pg_catalog.convert_to(u.lexeme, 'UTF8')), 0) & 63)::smallint as bucket,
-             pg_catalog.array_agg(u.lexeme order by u.o) as lexemes,
-             pg_catalog.array_agg(u.n order by u.o) as counts, u.had_deltas
-      -- (each lexeme once a row, as the trigger writes them: one written twice
-      -- by hand is summed)
-      from (select p.ctid as row_id, p.collection_id, e.lexeme, pg_catalog.sum(e.n)::bigint as n,
-                   pg_catalog.min(e.o) as o, p.delta_lexemes is not null as had_deltas
-            from sift.term_df_pending p
-            cross join lateral unnest(p.lexemes, p.counts) with ordinality as e(lexeme, n, o)
-            where p.bucket is null and e.lexeme is not null and e.n is not null
-            group by p.ctid, p.collection_id, e.lexeme, p.delta_lexemes is not null) u
-      group by u.row_id, u.collection_id, 3, u.had_deltas) x
--- (full: a delta whose bucket holds none of the row's counted lexemes, which
--- only a row written by hand can have, is kept too)
-full join (select u.row_id, u.collection_id, (pg_catalog.get_byte(pg_catalog.sha256(pg_catalog.convert_to(u.lexeme, 'UTF8')), 0) & 63)::smallint as bucket,
-                  pg_catalog.array_agg(u.lexeme order by u.o) as lexemes,
-                  pg_catalog.array_agg(u.n order by u.o) as entries
-           from (select p.ctid as row_id, p.collection_id, e.lexeme, pg_catalog.sum(e.n)::integer as n,
-                        pg_catalog.min(e.o) as o
-                 from sift.term_df_pending p
-                 cross join lateral unnest(p.delta_lexemes, p.delta_entries) with ordinality as e(lexeme, n, o)
-                 where p.bucket is null and e.lexeme is not null and e.n is not null
-                 group by p.ctid, p.collection_id, e.lexeme) u
-           group by u.row_id, u.collection_id, 3) d
-       on d.row_id = x.row_id and d.bucket = x.bucket;
+       case when e.had_deltas
+            then coalesce(pg_catalog.array_agg(e.lexeme order by e.o) filter (where e.delta), '{}') end,
+       case when e.had_deltas
+            then coalesce(pg_catalog.array_agg(e.n::integer order by e.o) filter (where e.delta), '{}') end
+from e
+group by e.row_id, e.collection_id, e.had_deltas, 2;
 
 delete from sift.term_df_pending where bucket is null;
 

@@ -15,11 +15,12 @@ from typing import Any
 import psycopg
 
 from . import queries as q
+from .client import REFRESH_BACKLOG
 
 MB = 2**20
 # Write statements of one collection left unfolded past which searches slow (ten times the
 # Python client's refresh backlog).
-PENDING_WARN = 100
+PENDING_WARN = 10 * REFRESH_BACKLOG
 
 
 @dataclass(frozen=True)
@@ -121,5 +122,5 @@ def checks(conn: psycopg.Connection[Any]) -> list[Check]:
         f"{backlog} write statements not yet folded" + (f" in collection {name!r}" if name else ""),
         "BM25 statistics are folded as they should be" if backlog < PENDING_WARN else
         f"run select * from sift.refresh_lexical_stats('{name}') after writing through SQL (the client "
-        "refreshes once 10 statements wait)"))
+        f"refreshes once {REFRESH_BACKLOG} statements wait)"))
     return found
