@@ -121,10 +121,25 @@ comment on function sift._dense_exact(bigint[], integer, text) is
     'or walks HNSW.';
 
 
+create or replace function sift._hnsw_ef_search(requested integer, wanted integer)
+returns integer
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The hnsw_ef_search knob (null: its default, 100), at least the rows the
+    -- walk must return (without an iterative scan pgvector stops at
+    -- ef_search rows), at most pgvector's 1,000.
+    select least(greatest(coalesce(requested, 100), wanted), 1000)
+$$;
+comment on function sift._hnsw_ef_search(integer, integer) is
+    'Internal: the hnsw.ef_search an index walk runs with: the hnsw_ef_search knob, at least the rows '
+    'it must return, at most 1,000.';
+
+
 create or replace function sift._dense_leg(
     collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
     filter jsonb, n integer, exact_search_limit integer, space_id bigint default null,
-    half boolean default null, own_index bigint default null)
+    half boolean default null, own_index bigint default null, ef_search integer default 100)
 returns table (chunk_id bigint, rank integer, distance double precision)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -149,7 +164,7 @@ begin
     if not small then
         -- Transaction-local and restored right after: a pooled connection never
         -- keeps them, and the caller's own settings survive the call.
-        perform set_config('hnsw.ef_search', least(greatest(n, 100), 1000)::text, true);
+        perform set_config('hnsw.ef_search', sift._hnsw_ef_search(ef_search, n)::text, true);
         if iterative then
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
         end if;
@@ -177,9 +192,9 @@ begin
 end;
 $$;
 comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer,
-    bigint, boolean, bigint) is
+    bigint, boolean, bigint, integer) is
     'Internal: the top n chunks by vector distance (space_id: an added space''s vectors; null: '
     'the chunks'' own; half and own_index: the index the space walks, sift._dense_leg_sql), '
     'metadata filter inside the leg; exact for '
-    'small collections, HNSW with iterative scan otherwise, exact again if the index walk '
-    'comes back short.';
+    'small collections, HNSW with iterative scan otherwise (ef_search: the hnsw_ef_search knob), '
+    'exact again if the index walk comes back short.';

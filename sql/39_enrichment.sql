@@ -102,7 +102,7 @@ create or replace trigger question_vectors_before_write
 
 create or replace function sift._question_leg(
     collection_id bigint, dims integer, metric text, query @extschema:vector@.vector, filter jsonb, n integer,
-    exact_search_limit integer)
+    exact_search_limit integer, ef_search integer default 100)
 returns table (chunk_id bigint, ordinal smallint, distance double precision)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -154,7 +154,7 @@ begin
         case when small then 'order by 3, 1, 2' else walk end);
     if not small then
         -- Transaction-local and restored right after, as the dense leg does.
-        perform set_config('hnsw.ef_search', least(greatest(n * 5, 100), 1000)::text, true);
+        perform set_config('hnsw.ef_search', sift._hnsw_ef_search(ef_search, n * 5)::text, true);
         if iterative then
             perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
         end if;
@@ -177,8 +177,10 @@ begin
     return query execute sql using query, collection_id, fpath, n;
 end;
 $$;
-comment on function sift._question_leg(bigint, integer, text, @extschema:vector@.vector, jsonb, integer, integer) is
+comment on function sift._question_leg(bigint, integer, text, @extschema:vector@.vector, jsonb, integer, integer,
+    integer) is
     'Internal: the n chunks nearest the query by their best question vector, inside the metadata '
     'filter, with which question and its distance: exact for a collection with at most '
-    'exact_search_limit question vectors, else the partial HNSW index of their size.';
+    'exact_search_limit question vectors, else the partial HNSW index of their size (ef_search: '
+    'the hnsw_ef_search knob, at least 5n).';
 

@@ -316,7 +316,8 @@ begin
                              case when space.builtin then null else space.space_id end,
                              space.dense_precision = 'half',
                              case when not sift._space_dedicated(space) then null
-                                  when space.builtin then space.collection_id else space.space_id end) x;
+                                  when space.builtin then space.collection_id else space.space_id end,
+                             knobs.hnsw_ef_search) x;
         -- Questions as vectors of their own (in the active space): each chunk
         -- at its best, its own vector or its best question's; qmatch says
         -- which question placed it (null: its own vector).
@@ -328,7 +329,7 @@ begin
                 union all
                 select x.chunk_id, x.distance, x.ordinal
                 from sift._question_leg(col.collection_id, space.dimensions, space.distance, query_embedding,
-                                        _pool.filter, n, knobs.exact_search_limit) x
+                                        _pool.filter, n, knobs.exact_search_limit, knobs.hnsw_ef_search) x
             ), b as (
                 select distinct on (a.chunk_id) a.chunk_id, a.d, a.qo
                 from a order by a.chunk_id, a.d, a.qo nulls first
@@ -374,7 +375,8 @@ begin
                                  case when extra.builtin then null else extra.space_id end,
                                  extra.dense_precision = 'half',
                                  case when not sift._space_dedicated(extra) then null
-                                      when extra.builtin then extra.collection_id else extra.space_id end) x;
+                                      when extra.builtin then extra.collection_id else extra.space_id end,
+                                 knobs.hnsw_ef_search) x;
         end loop;
         return query
         select f.chunk_id, c.document_id, f.ranks[1], dense_raw[f.ranks[1]],

@@ -32,6 +32,8 @@ BAD = [
     ("fetch_k", 1001),
     ("lexical_budget", 99),
     ("lexical_list_limit", -1),
+    ("hnsw_ef_search", 0),
+    ("hnsw_ef_search", 1001),
 ]
 
 

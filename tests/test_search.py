@@ -378,6 +378,51 @@ def test_exact_or_walk_is_decided_by_size_and_share_of_the_index(db, connect_as)
         assert ids(client.search("small", embedding=query, top_k=10, exact_search_limit=limit)) == want
 
 
+def test_hnsw_ef_search_is_the_walks_candidate_list(client, db):
+    """The knob (stored or per call) reaches every index walk of a search, the main space's
+    and an added one's, at least the rows the leg asks for and at most 1,000; a session's
+    own hnsw.ef_search is neither read nor changed; an exact scan needs none."""
+    assert db.execute("select sift._hnsw_ef_search(null, 40), sift._hnsw_ef_search(64, 40), "
+                      "sift._hnsw_ef_search(10, 40), sift._hnsw_ef_search(100, 300), "
+                      "sift._hnsw_ef_search(1000, 2000)").fetchone() == (100, 64, 40, 300, 1000)
+    client.create_collection("walk", embedding_dims=DIMS, exact_search_limit=0, fetch_k=20)
+    rng = np.random.default_rng(8)
+    client.upsert_documents("walk", random_documents(rng, 40, DIMS))
+    client.add_vector_space("walk", "alt", dimensions=4)
+    ids_ = sorted(chunk_ids(db, "walk"))
+    client.write_space_vectors("walk", "alt", ids_, [unit(rng.normal(size=4)) for _ in ids_])
+    db.execute("analyze sift.chunks")
+    # A spy in place of the helper: which value each walk asked for, for how many rows.
+    db.execute("""
+        create or replace function sift._hnsw_ef_search(requested integer, wanted integer)
+        returns integer language plpgsql as $$
+        begin
+            raise notice 'walk %/%', requested, wanted;
+            return least(greatest(coalesce(requested, 100), wanted), 1000);
+        end $$""")
+    seen: list[str] = []
+    db.add_notice_handler(lambda d: seen.append(d.message_primary or ""))
+    db.execute("set hnsw.ef_search = 7")
+    query = unit(rng.normal(size=DIMS))
+
+    def walks(top_k: int = 10, **knobs) -> list[str]:
+        seen.clear()
+        hits = client.search("walk", embedding=query, top_k=top_k, hybrid=False, **knobs)
+        assert len(hits) == top_k
+        return list(seen)
+
+    assert walks() == ["walk 100/20"]
+    assert walks(hnsw_ef_search=64) == ["walk 64/20"]
+    assert walks(top_k=30, hnsw_ef_search=1, per_document_cap=None) == ["walk 1/30"]
+    assert client.alter_collection("walk", hnsw_ef_search=300).settings["hnsw_ef_search"] == 300
+    assert walks() == ["walk 300/20"]
+    seen.clear()
+    client.search("walk", embedding=query, top_k=10, space_embeddings={"alt": unit(rng.normal(size=4))})
+    assert seen == ["walk 300/20", "walk 300/20"]
+    assert walks(exact_search_limit=10_000) == []
+    assert db.execute("show hnsw.ef_search").fetchone() == ("7",)
+
+
 def test_large_collection_walks_the_hnsw_index(client, db):
     col = client.create_collection("big", embedding_dims=DIMS, exact_search_limit=50)
     rng = np.random.default_rng(2)
