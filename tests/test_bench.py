@@ -201,9 +201,9 @@ def test_run_quality_rerun_knobs_and_max_queries(db, client, toy: Path):
 def test_every_system_runs_in_turn_and_only_the_search_is_timed(toy: Path, monkeypatch):
     # A clock that moves only when told: each search takes its system's number of ms,
     # and the untimed hooks around b take far longer, which must not reach b's times.
-    from pgsift import bench
+    from pgsift import bench, bench_turns
     clock = [0.0]
-    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(bench_turns.time, "perf_counter", lambda: clock[0])
     data = load_beir(toy)
     log: list[str] = []
 
@@ -517,18 +517,33 @@ def test_run_exact_times_both_paths_and_cleans_up(db):
     assert Client(db).list_collections() == []   # both collections dropped
 
 
-def test_run_scale_times_pgsift_beside_the_peers(db):
+def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
+    from pgsift import bench_peers
     from pgsift.bench_scale import format_table as scale_table
     from pgsift.bench_scale import run_scale
 
+    # Raw pgvector runs at its own ef_search and at the dense leg's: what each search ran with.
+    efs: list[str] = []
+    search = bench_peers.Peers.search
+
+    def spy(self, mode, text, embedding, k):
+        if mode == "pgvector_hnsw":
+            efs.append(self.conn.execute("show hnsw.ef_search").fetchone()[0])
+        return search(self, mode, text, embedding, k)
+
+    monkeypatch.setattr(bench_peers.Peers, "search", spy)
     result = run_scale(db, 2_000, queries=2, exact_check=1, ingest_docs=1, baseline_queries=1)
-    assert result["chunks"] == 2_000
+    assert result["chunks"] == 2_000 and result["leg_ef_search"] == 100
+    # 4 mixes x 2 raw legs x (a warm-up and 2 queries), half at each setting
+    assert sorted(efs) == ["100"] * 12 + ["40"] * 12
     for mix in ("rare", "common", "mixed", "question"):
         m = result["modes"][mix]
-        for leg in ("raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd",
-                    "fts_ts_rank_cd"):
+        for leg in ("raw_pgvector", "raw_pgvector_leg_ef", "dense", "lexical", "hybrid", "supabase_hybrid",
+                    "lexical_ts_rank_cd", "fts_ts_rank_cd"):
             assert m[leg]["p50"] > 0
         assert m["over_raw_p50"]["hybrid"] == pytest.approx(m["hybrid"]["p50"] / m["raw_pgvector"]["p50"], rel=0.02)
+        assert m["over_raw_leg_ef_p50"]["dense"] == pytest.approx(
+            m["dense"]["p50"] / m["raw_pgvector_leg_ef"]["p50"], rel=0.02)
     for key in ("plain_load_chunks_per_s", "plain_live_chunks_per_s", "client_ingest_chunks_per_s",
                 "client_one_chunks_per_s", "plain_one_chunks_per_s", "client_ingest_over_plain",
                 "client_one_over_plain"):
@@ -539,6 +554,7 @@ def test_run_scale_times_pgsift_beside_the_peers(db):
     assert result["plain_hnsw_build_s"] >= 0   # (2,000 rows: a fraction of a second)
     table = scale_table(result)
     assert "raw_pgvector" in table and "supabase_hybrid" in table and "p50/raw" in table
+    assert "raw_pgvector_ef" in table and "p50/raw_ef" in table and "the dense leg's 100" in table
     assert "plain table, same rows" in table and "of its rate" in table and "(pgsift " in table
     assert "a document a call" in table and "median of 3 rounds in turn" in table
     # the refresh line says how many lists there are, and from which chunk count on (the default)

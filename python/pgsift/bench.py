@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from . import bench_peers, metrics, queries
+from . import bench_peers, bench_turns, metrics, queries
 from .client import Client
 from .errors import CollectionNotFound, InvalidArgument
 from .models import Chunk, Document
@@ -346,32 +346,11 @@ def _time_in_turns(runs: dict[str, Callable[[int], list[str]]],
                    around: dict[str, tuple[Callable[[], None], Callable[[], None]]], query_idx: list[int],
                    data: BeirDataset, top_k: int,
                    depth: int) -> tuple[dict[str, list[list[str]]], dict[str, dict[str, float]]]:
-    """Each query through every system, the order rotated by one each query (after one
-    untimed warm-up search each); around: what to do, untimed, before and after a
-    system's search. Each system's ranked lists, and its mean nDCG@top_k, recall@depth
-    and p50 / p95 latency in ms."""
+    """Each query through every system in turn (bench_turns.in_turn; around: what to do,
+    untimed, before and after a system's search). Each system's ranked lists, and its mean
+    nDCG@top_k, recall@depth and p50 / p95 latency in ms."""
     names = list(runs)
-    nothing = (lambda: None, lambda: None)
-
-    def timed(name: str, i: int) -> tuple[list[str], float]:
-        before, after = around.get(name, nothing)
-        before()
-        try:
-            t0 = time.perf_counter()
-            ranked = runs[name](i)
-            return ranked, (time.perf_counter() - t0) * 1000.0
-        finally:
-            after()
-
-    for name in names:
-        timed(name, query_idx[0])   # warm-up, untimed
-    lists: dict[str, list[list[str]]] = {name: [] for name in names}
-    times_ms: dict[str, list[float]] = {name: [] for name in names}
-    for turn, i in enumerate(query_idx):
-        for name in names[turn % len(names):] + names[:turn % len(names)]:
-            ranked, ms = timed(name, i)
-            times_ms[name].append(ms)
-            lists[name].append(ranked)
+    lists, times_ms = bench_turns.in_turn(runs, query_idx, around)
     modes: dict[str, dict[str, float]] = {}
     for name in names:
         judged = [data.qrels[data.query_ids[i]] for i in query_idx]

@@ -117,12 +117,13 @@ class Peers:
         self.sql = {mode: with_vector_schema(text, schema).encode() for mode, text in _SQL.items()}
         self._saved_ef: str | None = None
 
-    def begin(self, mode: str, k: int) -> None:
-        """Before a mode's searches: pgvector's ef_search at least k (so HNSW returns k rows)."""
+    def begin(self, mode: str, k: int, ef: int | None = None) -> None:
+        """Before a mode's searches: pgvector's ef_search at least k (so HNSW returns k rows),
+        or ef when given (pgsift's dense leg's, to compare the same walk)."""
         row = self.conn.execute(q.PEERS_GET_EF_SEARCH).fetchone()
         self._saved_ef = row[0] if row else None
         if mode == "pgvector_hnsw":
-            self.conn.execute(q.PEERS_EF_SEARCH, {"ef": max(k, 40)})
+            self.conn.execute(q.PEERS_EF_SEARCH, {"ef": ef if ef is not None else max(k, 40)})
 
     def end(self) -> None:
         """After a mode's searches: the session's own ef_search again."""

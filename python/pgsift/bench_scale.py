@@ -5,9 +5,11 @@ terms occur in 20-50% of chunks; chunk lengths around 200 tokens; 384-d
 vectors drawn around 256 cluster centres), then times, for rare-term,
 common-term and mixed queries: the lexical leg (BM25, and ts_rank_cd beside it
 in the same run), the dense leg and the whole hybrid search, beside raw
-pgvector (`order by embedding <=> q limit 40`) and the peers' SQL (Supabase's
+pgvector (`order by embedding <=> q limit 40`, at pgvector's ef_search 40 and
+at the dense leg's, hnsw_ef_search) and the peers' SQL (Supabase's
 hybrid_search, full text ranked by ts_rank_cd) over a view of the same chunks
-(pgsift.bench_peers), each p50 also as a ratio of raw pgvector's. Also reports
+(pgsift.bench_peers), all in turn query by query, each p50 also as a ratio of
+raw pgvector's. Also reports
 ingest throughput with statistics maintenance on, and the storage BM25 adds
 next to the plain tsvector + GIN baseline.
 """
@@ -18,6 +20,7 @@ import statistics
 import struct
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -25,7 +28,7 @@ import numpy.typing as npt
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import bench_peers, bench_plain
+from . import bench_peers, bench_plain, bench_turns
 from . import queries as q
 from .client import BATCH_DOCUMENTS, Client
 from .models import Chunk, Document
@@ -121,8 +124,8 @@ def load(conn: psycopg.Connection[Any], corpus: Corpus, chunks: int, collection_
                 copy.write(_copy_rows(doc_ids, texts, vecs))
 
 
-def _percentiles(values: list[float]) -> dict[str, float]:
-    ms = sorted(v * 1000 for v in values)
+def _percentiles(values_ms: list[float]) -> dict[str, float]:
+    ms = sorted(values_ms)
 
     def pick(share: float) -> float:
         return ms[min(len(ms) - 1, int(share * len(ms)))]
@@ -268,6 +271,26 @@ def _ingest(conn: psycopg.Connection[Any], seed: int, chunks: int, documents: li
 EXHAUSTIVE = {"lexical_budget": 2_000_000_000, "lexical_exact_limit": 2_000_000_000}
 
 
+# pgsift's searches: (hybrid, lexical_scorer, with the query vector).
+LEGS = {"dense": (False, "bm25", True), "hybrid": (True, "bm25", True), "lexical": (True, "bm25", False),
+        "lexical_ts_rank_cd": (True, "ts_rank_cd", False)}
+# The peers': (peer, rows). Raw pgvector fetches what the dense leg does (fetch_k 40); the
+# others answer match_count 10 as the searches do.
+PEER_LEGS = {"raw_pgvector": ("pgvector_hnsw", 40), "raw_pgvector_leg_ef": ("pgvector_hnsw", 40),
+             "supabase_hybrid": ("supabase_hybrid", 10), "fts_ts_rank_cd": ("fts_ts_rank_cd", 10)}
+
+
+def _search(conn: psycopg.Connection[Any], peers: bench_peers.Peers, texts: list[str], raw_vecs: np.ndarray,
+            vecs: list[str], name: str, i: int) -> None:
+    """Query i of a mix through one leg or peer (the vector's text made beforehand)."""
+    if name in PEER_LEGS:
+        peers.search(PEER_LEGS[name][0], texts[i], raw_vecs[i], PEER_LEGS[name][1])
+        return
+    hybrid, scorer, with_vector = LEGS[name]
+    conn.execute(q.BENCH_SEARCH, dict(c=COLLECTION, q=texts[i], e=vecs[i] if with_vector else None,
+                                      knobs=Jsonb({"hybrid": hybrid, "lexical_scorer": scorer}))).fetchone()
+
+
 def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100, seed: int = 7,
               reuse: bool = False, exact_check: int = 20, ingest_docs: int = 50,
               baseline_queries: int = 10**9, plain: bool = True) -> dict[str, Any]:
@@ -292,46 +315,32 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
                             + list(rng.choice(rare, size=1)),
     }
     results.update({"chunks": n_chunks, "common_terms": len(common), "modes": {}})
-    legs = {"dense": dict(h=False, s="bm25", vec=True), "hybrid": dict(h=True, s="bm25", vec=True),
-            "lexical": dict(h=True, s="bm25", vec=False),
-            "lexical_ts_rank_cd": dict(h=True, s="ts_rank_cd", vec=False)}
-    # (peer, rows): raw pgvector fetches what the dense leg does (fetch_k 40); the others
-    # answer match_count 10 as the searches do.
-    peer_legs = {"raw_pgvector": ("pgvector_hnsw", 40), "supabase_hybrid": ("supabase_hybrid", 10),
-                 "fts_ts_rank_cd": ("fts_ts_rank_cd", 10)}
-    slow = {"lexical_ts_rank_cd", "fts_ts_rank_cd"}
-    order = ["raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd", "fts_ts_rank_cd"]
+    # Timed in turn, query by query (bench_turns); the ts_rank_cd ones after them, one at a
+    # time: they read most of the table and would leave the cache cold for whatever came next.
+    fast = ["raw_pgvector", "raw_pgvector_leg_ef", "dense", "lexical", "hybrid", "supabase_hybrid"]
+    slow = ["lexical_ts_rank_cd", "fts_ts_rank_cd"]
+    # Raw pgvector twice: at pgvector's default candidate list (40, the rows it returns),
+    # and at the one the dense leg walks with (hnsw_ef_search, 100 by default), which
+    # finds more of the true nearest chunks and costs more.
+    leg_ef = int(_one(conn, q.BENCH_LEG_EF_SEARCH, {"collection": COLLECTION, "match_count": 10}))
+    results["leg_ef_search"] = leg_ef
     try:
         # The peers' SQL over a view of the same chunks, on pgsift's own indexes.
         bench_peers.install(conn, COLLECTION, DIMS, copy=False)
         peers = bench_peers.Peers(conn)
+        around = {"raw_pgvector": (partial(peers.begin, "pgvector_hnsw", 40), peers.end),
+                  "raw_pgvector_leg_ef": (partial(peers.begin, "pgvector_hnsw", 40, leg_ef), peers.end)}
         for mix, make in mixes.items():
             texts = [" ".join(make()) for _ in range(queries + 1)]
             raw_vecs = corpus.vectors(queries + 1, scale=0.3)
             vecs = [_vec(v) for v in raw_vecs]
-            timings: dict[str, list[float]] = {}
-            # One leg at a time over the same queries, the first untimed (a warm-up),
-            # the ts_rank_cd ones last: they read most of the table and would leave the
-            # cache cold for whatever came next.
-            for name in order:
-                timings[name] = []
-                count = queries + 1 if name not in slow else min(queries, baseline_queries) + 1
-                if name in peer_legs:
-                    mode, rows = peer_legs[name]
-                    peers.begin(mode, rows)
-                for i in range(count):
-                    t = time.perf_counter()
-                    if name in peer_legs:
-                        peers.search(peer_legs[name][0], texts[i], raw_vecs[i], peer_legs[name][1])
-                    else:
-                        leg = legs[name]
-                        conn.execute(q.BENCH_SEARCH, dict(
-                            c=COLLECTION, q=texts[i], e=vecs[i] if leg["vec"] else None,
-                            knobs=Jsonb({"hybrid": leg["h"], "lexical_scorer": leg["s"]}))).fetchone()
-                    if i:
-                        timings[name].append(time.perf_counter() - t)
-                if name in peer_legs:
-                    peers.end()
+
+            run = partial(_search, conn, peers, texts, raw_vecs, vecs)
+            _, timings = bench_turns.in_turn({name: partial(run, name) for name in fast}, range(1, queries + 1),
+                                             around)
+            for name in slow:
+                timings.update(bench_turns.in_turn({name: partial(run, name)},
+                                                   range(1, min(queries, baseline_queries) + 1))[1])
             m: dict[str, Any] = {k: _percentiles(v) for k, v in timings.items()}
             results["modes"][mix] = m
             bm, cd = m["lexical"]["p50"], m["lexical_ts_rank_cd"]["p50"]
@@ -339,6 +348,9 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
             raw = m["raw_pgvector"]["p50"]
             m["over_raw_p50"] = {k: round(m[k]["p50"] / raw, 2) if raw else None
                                  for k in ("dense", "lexical", "hybrid", "supabase_hybrid")}
+            same = m["raw_pgvector_leg_ef"]["p50"]
+            m["over_raw_leg_ef_p50"] = {k: round(m[k]["p50"] / same, 2) if same else None
+                                        for k in ("dense", "hybrid")}
             m["top10_equal_exhaustive"] = _exactness(conn, texts[1:exact_check + 1])
     finally:
         bench_peers.drop(conn)
@@ -397,14 +409,21 @@ def format_table(result: dict[str, Any]) -> str:
                          f"(pgsift at {result[f'{ours}_over_plain']:.2f} of its rate, median of "
                          f"{result['live_rounds']} rounds in turn)")
             lines.append(line)
-    lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8}")
+    ef = result.get("leg_ef_search")
+    lines.append(f"(in turn, query by query; raw_pgvector at pgvector's ef_search 40, raw_pgvector_ef "
+                 f"at the dense leg's {ef}; p50/raw_ef: p50 over raw_pgvector_ef's)")
+    lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8} "
+                 f"{'p50/raw_ef':>10}")
     for mix, modes in result["modes"].items():
-        for leg in ("raw_pgvector", "dense", "lexical", "hybrid", "supabase_hybrid", "lexical_ts_rank_cd",
-                    "fts_ts_rank_cd"):
+        for leg in ("raw_pgvector", "raw_pgvector_leg_ef", "dense", "lexical", "hybrid", "supabase_hybrid",
+                    "lexical_ts_rank_cd", "fts_ts_rank_cd"):
             p = modes[leg]
             ratio = modes.get("over_raw_p50", {}).get(leg)
-            lines.append(f"{mix:9} {leg:20} {p['p50']:8.2f} {p['p95']:8.2f} {p['p99']:8.2f}"
-                         + (f" {ratio:>7}x" if ratio is not None else ""))
+            same = modes.get("over_raw_leg_ef_p50", {}).get(leg)
+            name = "raw_pgvector_ef" if leg == "raw_pgvector_leg_ef" else leg
+            lines.append(f"{mix:9} {name:20} {p['p50']:8.2f} {p['p95']:8.2f} {p['p99']:8.2f}"
+                         + (f" {ratio:>7}x" if ratio is not None else " " * 9)
+                         + (f" {same:>9}x" if same is not None else ""))
         lines.append(f"{mix:9} {'ts_rank_cd / bm25 p50':20} {modes['ts_rank_cd_over_bm25_p50']:>8}")
         ex = modes["top10_equal_exhaustive"]
         lines.append(f"{mix:9} {'top 10 = exhaustive':20} {ex['identical']:>8}   recall@10 {ex['recall_at_10']}")

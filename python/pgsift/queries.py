@@ -597,6 +597,15 @@ select count(*) from sift.search(collection => %(c)s::text, query_text => %(q)s:
                                  query_embedding => %(e)s, match_count => 10, knobs => %(knobs)s::jsonb)
 """
 
+# The candidate list the dense leg's HNSW walk runs with for a search of match_count rows
+# (the collection's hnsw_ef_search, at least max(fetch_k, match_count)).
+BENCH_LEG_EF_SEARCH = """
+select sift._hnsw_ef_search((k ->> 'hnsw_ef_search')::integer,
+                            greatest((k ->> 'fetch_k')::integer, %(match_count)s::integer))
+from (select pg_catalog.jsonb_object_agg(x.name, x.value) as k
+      from sift.knobs(collection => %(collection)s::text) x) s
+"""
+
 BENCH_LEXICAL_LEG = """
 select array_agg(chunk_id order by lexical_rank) from sift.candidates(
     collection => %(c)s::text, query_text => %(q)s::text, query_embedding => null, knobs => %(knobs)s::jsonb)
