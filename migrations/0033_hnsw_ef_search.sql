@@ -5,10 +5,10 @@
 -- knob is that candidate list: 100 by default (the same walk as before), at
 -- least the leg's rows (max(fetch_k, match_count)), at most 1,000 (pgvector's
 -- limit); the question-vector leg takes at least its 5n questions. Measured
--- (`pgsift bench` sets, raw pgvector at each value, 150-200 queries):
--- SciFact recall@10 against the exact scan 0.985 at 40, 0.994 at 64, 0.999 at
--- 100 (1.0, 1.2 and 1.4 ms a walk); at 1,000,000 chunks the walk takes 2.5 ms
--- at 40 and 4.0 at 100.
+-- with raw pgvector's query at each value against the exact order (150
+-- SciFact queries; bench/README.md): recall@10 0.985 at 40, 0.994 at 64,
+-- 0.999 at 100 (1.0, 1.2 and 1.4 ms a walk); at 1,000,000 chunks the walk
+-- takes 2.5 ms at 40 and 4.0 at 100.
 
 create domain sift.hnsw_ef_search as integer
     constraint hnsw_ef_search_range check (value between 1 and 1000);
@@ -17,8 +17,8 @@ insert into sift.knob_defs (position, name, type, default_value, can_be_off, off
 values
  (51, 'hnsw_ef_search', 'sift.hnsw_ef_search', '100', false, 'null', 'both', 'dense',
   'HNSW''s candidate list (pgvector''s hnsw.ef_search) for the dense leg''s index walk, at least the rows '
-  'the leg asks for: higher finds more of the nearest chunks, lower answers sooner (pgvector''s own '
-  'default is 40). Unused by exact scans.');
+  'the leg asks for (a question-vector walk: five times that): higher finds more of the nearest chunks, '
+  'lower answers sooner (pgvector''s own default is 40). Unused by exact scans.');
 
 alter type sift.knob_set add attribute hnsw_ef_search sift.hnsw_ef_search;
 -- Its attribute and domain say what sift.knob_defs says (as 0016 set for the others).

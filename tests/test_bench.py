@@ -538,12 +538,12 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
     assert sorted(efs) == ["100"] * 12 + ["40"] * 12
     for mix in ("rare", "common", "mixed", "question"):
         m = result["modes"][mix]
-        for leg in ("raw_pgvector", "raw_pgvector_leg_ef", "dense", "lexical", "hybrid", "supabase_hybrid",
+        for leg in ("raw_pgvector", "raw_pgvector_ef", "dense", "lexical", "hybrid", "supabase_hybrid",
                     "lexical_ts_rank_cd", "fts_ts_rank_cd"):
             assert m[leg]["p50"] > 0
         assert m["over_raw_p50"]["hybrid"] == pytest.approx(m["hybrid"]["p50"] / m["raw_pgvector"]["p50"], rel=0.02)
-        assert m["over_raw_leg_ef_p50"]["dense"] == pytest.approx(
-            m["dense"]["p50"] / m["raw_pgvector_leg_ef"]["p50"], rel=0.02)
+        assert m["over_raw_ef_p50"]["dense"] == pytest.approx(
+            m["dense"]["p50"] / m["raw_pgvector_ef"]["p50"], rel=0.02)
     for key in ("plain_load_chunks_per_s", "plain_live_chunks_per_s", "client_ingest_chunks_per_s",
                 "client_one_chunks_per_s", "plain_one_chunks_per_s", "client_ingest_over_plain",
                 "client_one_over_plain"):

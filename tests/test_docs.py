@@ -78,6 +78,7 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "docs/trust.md": ("acme",),
     "docs/errors.md": ("default",),
     "docs/scale-out.md": ("default",),
+    "docs/operations.md": ("default",),
 }
 # Rerankers a file assumes: (tenant, alias, secret_ref, environment variable of the key).
 RERANKERS: dict[str, tuple[tuple[str, str, str, str], ...]] = {

@@ -416,9 +416,14 @@ def test_hnsw_ef_search_is_the_walks_candidate_list(client, db):
     assert walks(top_k=30, hnsw_ef_search=1, per_document_cap=None) == ["walk 1/30"]
     assert client.alter_collection("walk", hnsw_ef_search=300).settings["hnsw_ef_search"] == 300
     assert walks() == ["walk 300/20"]
+    # Questions as vectors: their walk takes at least 5n of them.
+    db.execute("insert into sift.question_vectors (chunk_id, ordinal, collection_id, embedding) "
+               "select k.chunk_id, 0, k.collection_id, k.embedding from sift.chunks k "
+               "join sift.collections c using (collection_id) where c.name = 'walk' order by k.chunk_id limit 10")
+    assert walks() == ["walk 300/20", "walk 300/100"]
     seen.clear()
     client.search("walk", embedding=query, top_k=10, space_embeddings={"alt": unit(rng.normal(size=4))})
-    assert seen == ["walk 300/20", "walk 300/20"]
+    assert seen == ["walk 300/20", "walk 300/100", "walk 300/20"]
     assert walks(exact_search_limit=10_000) == []
     assert db.execute("show hnsw.ef_search").fetchone() == ("7",)
 

@@ -131,8 +131,10 @@ class Peers:
             self.conn.execute(q.PEERS_EF_SEARCH, {"ef": self._saved_ef})
 
     def search(self, mode: str, text: str, embedding: Any, k: int) -> list[str]:
-        """The source_uri of each row the peer returns, best first."""
-        rows = self.conn.execute(self.sql[mode], {"q": text, "e": vector_text(embedding), "k": k}).fetchall()
+        """The source_uri of each row the peer returns, best first (embedding: a vector, or
+        its pgvector text made beforehand, so a timed search does not make it)."""
+        vector = embedding if isinstance(embedding, str) else vector_text(embedding)
+        rows = self.conn.execute(self.sql[mode], {"q": text, "e": vector, "k": k}).fetchall()
         return [r[0] for r in rows]
 
 

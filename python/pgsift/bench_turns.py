@@ -20,10 +20,11 @@ Hooks = tuple[Callable[[], None], Callable[[], None]]
 
 
 def in_turn(runs: Mapping[str, Callable[[int], T]], queries: Sequence[int],
-            around: Mapping[str, Hooks] | None = None) -> tuple[dict[str, list[T]], dict[str, list[float]]]:
-    """Each system's results and times (ms) on these queries, in query order. The first
-    query also warms every system up first (untimed); around: what to run, untimed,
-    before and after a system's search."""
+            around: Mapping[str, Hooks] | None = None,
+            warm_up: int | None = None) -> tuple[dict[str, list[T]], dict[str, list[float]]]:
+    """Each system's results and times (ms) on these queries, in query order, after one
+    untimed search each on query warm_up (default: the first query, timed again after);
+    around: what to run, untimed, before and after a system's search."""
     names = list(runs)
     hooks = around or {}
     nothing: Hooks = (lambda: None, lambda: None)
@@ -39,7 +40,7 @@ def in_turn(runs: Mapping[str, Callable[[int], T]], queries: Sequence[int],
             after()
 
     for name in names:
-        timed(name, queries[0])
+        timed(name, queries[0] if warm_up is None else warm_up)
     results: dict[str, list[T]] = {name: [] for name in names}
     times_ms: dict[str, list[float]] = {name: [] for name in names}
     for turn, i in enumerate(queries):
