@@ -123,13 +123,16 @@ comment on function sift._dense_exact(bigint[], integer, text) is
 
 create or replace function sift._hnsw_ef_search(requested integer, wanted integer)
 returns integer
-language sql immutable parallel safe security invoker
+language sql stable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- The hnsw_ef_search knob (null: its default, 100), at least the rows the
-    -- walk must return (without an iterative scan pgvector stops at
-    -- ef_search rows), at most pgvector's 1,000.
-    select least(greatest(coalesce(requested, 100), wanted), 1000)
+    -- The hnsw_ef_search knob (null: its default, read where every knob's is,
+    -- so no other copy of it can disagree), at least the rows the walk must
+    -- return (without an iterative scan pgvector stops at ef_search rows), at
+    -- most pgvector's 1,000.
+    select least(greatest(coalesce(requested, (select (d.default_value #>> '{}')::integer
+                                               from sift.knob_defs d where d.name = 'hnsw_ef_search')),
+                          wanted), 1000)
 $$;
 comment on function sift._hnsw_ef_search(integer, integer) is
     'Internal: the hnsw.ef_search an index walk runs with: the hnsw_ef_search knob, at least the rows '
@@ -139,7 +142,7 @@ comment on function sift._hnsw_ef_search(integer, integer) is
 create or replace function sift._dense_leg(
     collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
     filter jsonb, n integer, exact_search_limit integer, space_id bigint default null,
-    half boolean default null, own_index bigint default null, ef_search integer default 100)
+    half boolean default null, own_index bigint default null, ef_search integer default null)
 returns table (chunk_id bigint, rank integer, distance double precision)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -196,5 +199,5 @@ comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.
     'Internal: the top n chunks by vector distance (space_id: an added space''s vectors; null: '
     'the chunks'' own; half and own_index: the index the space walks, sift._dense_leg_sql), '
     'metadata filter inside the leg; exact for '
-    'small collections, HNSW with iterative scan otherwise (ef_search: the hnsw_ef_search knob), '
+    'small collections, HNSW with iterative scan otherwise (ef_search: the hnsw_ef_search knob; null: its default), '
     'exact again if the index walk comes back short.';

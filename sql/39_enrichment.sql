@@ -102,7 +102,7 @@ create or replace trigger question_vectors_before_write
 
 create or replace function sift._question_leg(
     collection_id bigint, dims integer, metric text, query @extschema:vector@.vector, filter jsonb, n integer,
-    exact_search_limit integer, ef_search integer default 100)
+    exact_search_limit integer, ef_search integer default null)
 returns table (chunk_id bigint, ordinal smallint, distance double precision)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp

@@ -337,18 +337,18 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
         # mix's fast legs, and only then what reads most of the table (the ts_rank_cd legs,
         # the exhaustive checks): run after each mix, those left the next mix's first
         # searches, raw pgvector's too, reading from disk (p95s of 50-110 ms at a million).
-        drawn: dict[str, tuple[list[str], list[str]]] = {}
+        # (each mix: its texts, and query i through a leg or peer by name)
+        drawn: dict[str, tuple[list[str], Callable[[str, int], None]]] = {}
         for mix, make in mixes.items():
             texts = [" ".join(make()) for _ in range(queries + 1)]
-            drawn[mix] = (texts, [_vec(v) for v in corpus.vectors(queries + 1, scale=0.3)])
+            vecs = [_vec(v) for v in corpus.vectors(queries + 1, scale=0.3)]
+            drawn[mix] = (texts, partial(_search, conn, peers, texts, vecs))
         timed: dict[str, dict[str, list[float]]] = {}
-        for mix, (texts, vecs) in drawn.items():
-            run = partial(_search, conn, peers, texts, vecs)
+        for mix, (_, run) in drawn.items():
             # Query 0 is each one's warm-up, untimed.
             timed[mix] = bench_turns.in_turn({name: partial(run, name) for name in fast}, range(1, queries + 1),
                                              around, warm_up=0)[1]
-        for mix, (texts, vecs) in drawn.items():
-            run = partial(_search, conn, peers, texts, vecs)
+        for mix, (texts, run) in drawn.items():
             timings = timed[mix]
             for name in slow:
                 timings.update(bench_turns.in_turn({name: partial(run, name)},
