@@ -35,44 +35,120 @@ declare
     q record;
     c record;
 begin
+    -- Unbinding never fails, whatever the question's state: a chunk's deletion
+    -- sets chunk_id to null (the foreign key's action, as the table's owner),
+    -- and refusing it would let a positive block the chunk's own tenant.
+    if tg_op = 'UPDATE' and new.chunk_id is null and new.question_id = old.question_id then
+        return new;
+    end if;
+    -- The question as the caller sees it, locked against a concurrent
+    -- sift.golden_questions update that marks it as having no answer.
     select s.collection_id, g.answerable, g.question_key into q
     from sift.golden_questions g
     join sift.golden_sets s on s.golden_set_id = g.golden_set_id
-    where g.question_id = new.question_id;
+    where g.question_id = new.question_id
+    for share of g;
     if not found then
-        return new;   -- the foreign key reports the unknown question
+        return new;   -- another tenant's question or none: the row-level policy refuses it alike
     end if;
-    if not q.answerable then
+    if not q.answerable and (tg_op = 'INSERT' or new.question_id <> old.question_id) then
         raise exception 'question "%" is marked as having no answer: it cannot have a positive',
             q.question_key
             using errcode = 'SF003', hint = 'mark it answerable first, or leave its positives out';
     end if;
-    if new.chunk_id is not null then
-        select k.collection_id, k.content, d.source_uri into c
+    if new.chunk_id is not null
+       and (tg_op = 'INSERT' or new.chunk_id is distinct from old.chunk_id or new.question_id <> old.question_id) then
+        -- As the caller sees it: another tenant's chunk is invisible, so it is
+        -- refused exactly like one that does not exist (no error tells them apart).
+        select k.content, d.source_uri into c
         from sift.chunks k
         join sift.documents d on d.document_id = k.document_id
-        where k.chunk_id = new.chunk_id;
-        if found and c.collection_id <> q.collection_id then
-            raise exception 'chunk % belongs to another collection than the golden set', new.chunk_id
-                using errcode = 'SF003';
+        where k.chunk_id = new.chunk_id and k.collection_id = q.collection_id;
+        if not found then
+            raise exception 'chunk % is not a chunk of the golden set''s collection', new.chunk_id
+                using errcode = 'SF003',
+                      hint = 'name a chunk of that collection, or give the positive by its text (rebind finds it)';
         end if;
-        if found then
-            -- A positive given by chunk alone takes the chunk's text and document.
-            new.content := coalesce(new.content, c.content);
-            new.source_uri := coalesce(new.source_uri, c.source_uri);
-        end if;
+        -- A positive given by chunk alone takes the chunk's text and document.
+        new.content := coalesce(new.content, c.content);
+        new.source_uri := coalesce(new.source_uri, c.source_uri);
     end if;
     return new;
 end;
 $$;
 comment on function sift._golden_positives_before_write() is
-    'Trigger: a positive''s chunk must belong to its golden set''s collection, an unanswerable '
-    'question has no positive, and a positive given by chunk_id alone takes its text and source.';
+    'Trigger: a positive''s chunk must be one of its golden set''s collection as the caller sees it '
+    '(SF003 alike for another collection''s, another tenant''s or a missing chunk), an unanswerable '
+    'question gets no positive, a positive given by chunk_id alone takes its text and source; '
+    'unbinding (chunk_id set to null, as a chunk''s deletion does) is never refused.';
 
 -- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
 create or replace trigger golden_positives_before_write
     before insert or update on sift.golden_positives
     for each row execute function sift._golden_positives_before_write();
+
+
+create or replace function sift._golden_questions_before_write()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    n bigint;
+begin
+    -- Marking a question as having no answer keeps its positives out (the
+    -- positives' trigger refuses new ones): it is refused while it has some,
+    -- rather than deleting what a user labelled. The caller sees every positive
+    -- of a question it may update (they reach their tenant through it).
+    if old.answerable and not new.answerable then
+        select pg_catalog.count(*) into n from sift.golden_positives p where p.question_id = new.question_id;
+        if n > 0 then
+            raise exception 'question "%" has % positive(s): it cannot be marked as having no answer',
+                new.question_key, n
+                using errcode = 'SF003',
+                      hint = 'delete its positives first (sift.golden_positives), or re-import the set';
+        end if;
+    end if;
+    return new;
+end;
+$$;
+comment on function sift._golden_questions_before_write() is
+    'Trigger: a question with positives cannot be marked as having no answer (SF003; delete its '
+    'positives first).';
+
+create or replace trigger golden_questions_before_write
+    before update of answerable on sift.golden_questions
+    for each row execute function sift._golden_questions_before_write();
+
+
+create or replace function sift._eval_runs_before_write()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The golden set scored is one of the run's collection, as the caller sees
+    -- it: another tenant's set is refused exactly like one that does not exist
+    -- (the foreign key, checked as the table's owner, would tell them apart).
+    -- Unlinking (a set's deletion sets it to null) is never refused.
+    if new.golden_set_id is not null
+       and (tg_op = 'INSERT' or new.golden_set_id is distinct from old.golden_set_id
+            or new.collection_id is distinct from old.collection_id)
+       and not exists (select 1 from sift.golden_sets s
+                       where s.golden_set_id = new.golden_set_id and s.collection_id = new.collection_id) then
+        raise exception 'golden set % is not a golden set of the run''s collection', new.golden_set_id
+            using errcode = 'SFG01', hint = '`pgsift golden list` shows the collection''s sets';
+    end if;
+    return new;
+end;
+$$;
+comment on function sift._eval_runs_before_write() is
+    'Trigger: a run''s golden set must be one of its collection as the caller sees it (SFG01 alike '
+    'for another collection''s, another tenant''s or a missing set).';
+
+create or replace trigger eval_runs_before_write
+    before insert or update on sift.eval_runs
+    for each row execute function sift._eval_runs_before_write();
 
 
 create or replace function sift.rebind_golden_set(

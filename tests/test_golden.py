@@ -216,7 +216,7 @@ def test_positive_must_be_a_chunk_of_the_sets_collection(client, db, kb):
     import_golden_set(client, "kb", "gold", [Question("a", "refunds", positives=[Positive(text="Refunds are")])])
     other = build_kb(client, db, "other")
     question_id = db.execute("select question_id from sift.golden_questions").fetchone()[0]
-    with pytest.raises(psycopg.Error, match="belongs to another collection") as info:
+    with pytest.raises(psycopg.Error, match="is not a chunk of the golden set.s collection") as info:
         db.execute("insert into sift.golden_positives (question_id, chunk_id) values (%s, %s)",
                    (question_id, other[("refunds.md", 0)]))
     assert info.value.sqlstate == "SF003"

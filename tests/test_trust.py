@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,7 @@ import psycopg
 import pytest
 from conftest import random_documents
 from pgsift import Client
+from pgsift.schema import migration_files, with_vector_schema
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
@@ -350,6 +352,13 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                              "values (%s, 'planted', 'x') returning 1", [rng.choice(foe["golden_sets"])])),
         ("delete golden", one("delete from sift.golden_positives where question_id = any(%s) returning 1",
                               [foe["questions"]])),
+        # an own row naming another tenant's: refused as a missing id is (issue 37)
+        ("plant positive", one("insert into sift.golden_positives (question_id, chunk_id, content) values "
+                               "((select min(question_id) from sift.golden_questions), %s, 'alpha') returning 1",
+                               [chunk_ids[0]])),
+        ("plant run", one("insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, metrics) "
+                          "select min(collection_id), %s, 'gs', 'x', 10, '{}' from sift.collections returning 1",
+                          [rng.choice(foe["golden_sets"])])),
         ("delete usage", one("delete from sift.rerank_usage where tenant <> sift.current_tenant() returning 1")),
         ("forge mapping", one("insert into sift.tenant_roles values (current_user, %s)", [other])),
     ]
@@ -405,8 +414,9 @@ def test_isolation_suite(db, connect_as, tenants, figure):
                     except _Rollback:
                         pass
                     except psycopg.Error as exc:
-                        # a deliberate refusal: pgsift's own, a grant or policy, a key
-                        assert exc.sqlstate.startswith("SF") or exc.sqlstate in ("42501", "23503"), \
+                        # a deliberate refusal: pgsift's own, a grant or policy (never a foreign key's
+                        # 23503, which would tell another tenant's ids from missing ones)
+                        assert exc.sqlstate.startswith("SF") or exc.sqlstate == "42501", \
                             (kind, label, exc.sqlstate, str(exc))
                         refused += 1
     assert leaks == []
@@ -545,6 +555,330 @@ def test_only_writers_clean_the_text_index_and_their_refresh_does(db, connect_as
         db.execute("alter index sift.chunks_text_elsewhere rename to chunks_search_vector_idx")
     assert any("pending list was not cleaned" in n for n in notices)
     assert len(writer.search("c", "late", top_k=50)) > 0
+
+
+# -- references: checked within the tenant, and no error tells a foreign id from a missing one --
+
+@pytest.fixture
+def two_tenants(db):
+    """acme and globex, each with collections 'docs' and 'other' (documents with sections), an
+    added vector space 'alt' on 'docs', a golden set 'gs' with a question 'q1' in each
+    collection and a reranker; login roles of each kind mapped to each tenant."""
+    db.execute("select sift.allow_endpoint('http://127.0.0.1:')")
+    for t_i, tenant in enumerate(("acme", "globex")):
+        client = Client(db, tenant=tenant)
+        for name in ("docs", "other"):
+            client.create_collection(name, embedding_dims=DIMS)
+            client.upsert_documents(name, random_documents(np.random.default_rng(t_i), 3, DIMS,
+                                                           prefix=f"{tenant}-{name}"))
+        client.add_vector_space("docs", "alt", dimensions=DIMS)
+        with client.transaction() as conn:
+            conn.execute("select sift.register_reranker(%s, 'tei', base_url => 'http://127.0.0.1:9/')",
+                         [f"{tenant}-rr"])
+            for name in ("docs", "other"):
+                set_id = conn.execute("insert into sift.golden_sets (collection_id, name) select collection_id, 'gs' "
+                                      "from sift._collection(%s) returning golden_set_id", [name]).fetchone()[0]
+                conn.execute("insert into sift.golden_questions (golden_set_id, question_key, question) "
+                             "values (%s, 'q1', 'alpha?')", [set_id])
+        for kind in KINDS:
+            role = role_name(tenant, kind)
+            if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
+                db.execute(f'create role "{role}" login')
+            db.execute(f'grant "sift_{kind}" to "{role}"')
+            db.execute("select sift.map_role(%s, %s)", [role, tenant])
+    return ("acme", "globex")
+
+
+def _one_id(db, query: str, tenant: str, collection: str = "docs") -> Any:
+    """The first id a query finds among a tenant's rows of a collection (as the operator)."""
+    return db.execute(query + " order by 1 limit 1", {"t": tenant, "c": collection}).fetchone()[0]
+
+
+OF = ("(select collection_id from sift.collections where tenant = %(t)s and name = %(c)s)")
+IDS = {
+    "collection": f"select collection_id from sift.collections where collection_id = {OF}",
+    "document": f"select document_id from sift.documents where collection_id = {OF}",
+    "chunk": f"select chunk_id from sift.chunks where collection_id = {OF}",
+    "section": f"select section_id from sift.sections where collection_id = {OF}",
+    "space": f"select space_id from sift.vector_spaces where collection_id = {OF} and name = 'alt'",
+    "golden_set": f"select golden_set_id from sift.golden_sets where collection_id = {OF}",
+    "question": f"select question_id from sift.golden_questions where golden_set_id in "
+                f"(select golden_set_id from sift.golden_sets where collection_id = {OF})",
+}
+
+
+def _refusal(conn: psycopg.Connection, statement: str, params: Any) -> psycopg.Error:
+    """The error a statement fails with (its transaction rolled back); fails the test when it
+    succeeds."""
+    try:
+        with conn.transaction():
+            conn.execute(statement, params)
+    except psycopg.Error as exc:
+        return exc
+    raise AssertionError(f"accepted: {statement} {params}")
+
+
+def _shape(exc: psycopg.Error, named: Any) -> tuple[str | None, str, str]:
+    """An error as its caller reads it, the id it names written <id>: two errors of one shape
+    tell nothing apart."""
+    def hide(text: str | None) -> str:
+        return re.sub(rf"(?<![\w.]){re.escape(str(named))}(?![\w.])", "<id>", text or "")
+    return exc.sqlstate, hide(exc.diag.message_primary), hide(exc.diag.message_detail)
+
+
+def test_a_positive_names_only_a_chunk_of_its_golden_sets_collection(db, connect_as, two_tenants):
+    """Issue 37: tenant A's positive bound to tenant B's chunk was accepted (the trigger could
+    not see it, the foreign key checks as the owner), and a chunk id that does not exist got
+    23503: which ids B has. Both are now the same SF003, and so is a chunk of A's own other
+    collection."""
+    theirs = _one_id(db, IDS["chunk"], "globex")
+    missing = db.execute("select max(chunk_id) + 1000000 from sift.chunks").fetchone()[0]
+    other = _one_id(db, IDS["chunk"], "acme", "other")
+    mine = _one_id(db, IDS["chunk"], "acme")
+    question = _one_id(db, IDS["question"], "acme")
+    insert = "insert into sift.golden_positives (question_id, chunk_id, content) values (%s, %s, 'alpha')"
+    for kind in ("writer", "admin"):
+        conn = connect_as(role_name("acme", kind))
+        shapes = {_shape(_refusal(conn, insert, [question, chunk]), chunk) for chunk in (theirs, missing, other)}
+        assert len(shapes) == 1, shapes
+        assert shapes.pop()[:2] == ("SF003", "chunk <id> is not a chunk of the golden set's collection")
+        # Rebinding an own positive to another chunk is checked alike.
+        with conn.transaction():
+            positive = conn.execute("insert into sift.golden_positives (question_id, chunk_id) values (%s, %s) "
+                                    "returning positive_id", [question, mine]).fetchone()[0]
+        update = "update sift.golden_positives set chunk_id = %s where positive_id = %s"
+        assert {_shape(_refusal(conn, update, [chunk, positive]), chunk) for chunk in (theirs, missing)} == {
+            ("SF003", "chunk <id> is not a chunk of the golden set's collection", "")}
+        conn.execute("delete from sift.golden_positives where positive_id = %s", [positive])
+    # The operator sees every chunk and is held to the same rule.
+    with db.transaction():
+        db.execute("select sift.set_tenant('acme')")
+        assert _refusal(db, insert, [question, theirs]).sqlstate == "SF003"
+
+
+def test_a_chunks_deletion_never_fails_on_a_positive(db, connect_as, two_tenants):
+    """The issue's attack: A marks its question, whose positive names B's chunk, as having no
+    answer; B's delete_document, upsert_documents and drop_collection, and the operator's
+    DELETE, then failed with SF003. The positive is refused now; and unbinding never fails,
+    whatever the question's state, even for rows that got in before (written here with the
+    triggers and keys off, as an older version let them in)."""
+    writer = connect_as(role_name("acme", "writer"))
+    question = _one_id(db, IDS["question"], "acme")
+
+    def first_chunk(uri: str) -> int:
+        return db.execute("select min(chunk_id) from sift.chunks join sift.documents using (document_id) "
+                          "where source_uri = %s", [uri]).fetchone()[0]
+
+    theirs = [first_chunk(uri) for uri in ("globex-docs-0", "globex-docs-1", "globex-docs-2", "globex-other-0")]
+    # Through the front door: refused, so the question may be marked (it has no positive).
+    assert _refusal(writer, "insert into sift.golden_positives (question_id, chunk_id) values (%s, %s)",
+                    [question, theirs[0]]).sqlstate == "SF003"
+    writer.execute("update sift.golden_questions set answerable = false where question_id = %s", [question])
+    with db.transaction():
+        db.execute("set local session_replication_role = replica")
+        for chunk in [*theirs, first_chunk("acme-docs-0")]:
+            db.execute("insert into sift.golden_positives (question_id, chunk_id, content) values (%s, %s, 'x')",
+                       [question, chunk])
+    globex = Client(connect_as(role_name("globex", "admin")))
+    assert globex.delete_document("docs", "globex-docs-0") is True
+    globex.upsert_documents("docs", [d for d in random_documents(np.random.default_rng(1), 2, DIMS,
+                                                                 prefix="globex-docs") if d.source_uri.endswith("-1")])
+    db.execute("delete from sift.chunks where chunk_id = %s", [theirs[2]])   # the operator
+    globex.drop_collection("other")
+    Client(writer).delete_document("docs", "acme-docs-0")   # A's own chunk, on the same question
+    assert db.execute("select count(*), count(chunk_id) from sift.golden_positives where question_id = %s",
+                      [question]).fetchone() == (5, 0)
+    assert db.execute("select count(*) from sift.chunks where chunk_id = any(%s)", [theirs]).fetchone() == (0,)
+
+
+def test_a_question_with_positives_cannot_be_marked_as_having_no_answer(db, connect_as, two_tenants):
+    writer = connect_as(role_name("acme", "writer"))
+    question = _one_id(db, IDS["question"], "acme")
+    writer.execute("insert into sift.golden_positives (question_id, chunk_id) values (%s, %s)",
+                   [question, _one_id(db, IDS["chunk"], "acme")])
+    mark = "update sift.golden_questions set answerable = false where question_id = %s"
+    refused = _refusal(writer, mark, [question])
+    assert refused.sqlstate == "SF003"
+    assert refused.diag.message_primary == 'question "q1" has 1 positive(s): it cannot be marked as having no answer'
+    writer.execute("delete from sift.golden_positives where question_id = %s", [question])
+    writer.execute(mark, [question])
+    assert db.execute("select answerable from sift.golden_questions where question_id = %s",
+                      [question]).fetchone() == (False,)
+    # ... and then it takes none (as before).
+    assert _refusal(writer, "insert into sift.golden_positives (question_id, content) values (%s, 'x')",
+                    [question]).sqlstate == "SF003"
+
+
+def test_an_eval_run_names_only_a_golden_set_of_its_collection(db, connect_as, two_tenants):
+    theirs = _one_id(db, IDS["golden_set"], "globex")
+    missing = db.execute("select max(golden_set_id) + 1000000 from sift.golden_sets").fetchone()[0]
+    other = _one_id(db, IDS["golden_set"], "acme", "other")
+    mine = _one_id(db, IDS["golden_set"], "acme")
+    insert = ("insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, metrics) "
+              "select collection_id, %s, 'gs', 'pipeline', 10, '{}' from sift._collection('docs')")
+    for kind in ("writer", "admin"):
+        conn = connect_as(role_name("acme", kind))
+        shapes = {_shape(_refusal(conn, insert, [set_id]), set_id) for set_id in (theirs, missing, other)}
+        assert shapes == {("SFG01", "golden set <id> is not a golden set of the run's collection", "")}
+    writer = connect_as(role_name("acme", "writer"))
+    writer.execute(insert, [mine])
+    # Deleting the set unlinks its runs (the name stays), never refused.
+    writer.execute("delete from sift.golden_sets where golden_set_id = %s", [mine])
+    assert db.execute("select golden_set_id, golden_set from sift.eval_runs").fetchall() == [(None, "gs")]
+
+
+def test_an_upgrade_unbinds_what_an_older_version_let_across(db, two_tenants):
+    """Migration 0035 on rows an older version let in: a positive bound to another tenant's
+    chunk is unbound (its text stays; an own chunk's binding stays), and a run naming another
+    tenant's golden set keeps only the name, even on a question marked as having no answer."""
+    question = _one_id(db, IDS["question"], "acme")
+    mine, theirs = _one_id(db, IDS["chunk"], "acme"), _one_id(db, IDS["chunk"], "globex")
+    with db.transaction():
+        db.execute("set local session_replication_role = replica")   # triggers and keys off: as it was
+        db.execute("update sift.golden_questions set answerable = false where question_id = %s", [question])
+        for chunk in (mine, theirs):
+            db.execute("insert into sift.golden_positives (question_id, chunk_id, content) values (%s, %s, 'x')",
+                       [question, chunk])
+        for set_id in (_one_id(db, IDS["golden_set"], "acme"), _one_id(db, IDS["golden_set"], "globex")):
+            db.execute("insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, metrics) "
+                       "values (%s, %s, 'gs', 'pipeline', 10, '{}')", [_one_id(db, IDS["collection"], "acme"), set_id])
+    (migration,) = [m for m in migration_files() if m.version == "0035_cross_tenant_refs"]
+    with db.transaction():
+        db.execute(with_vector_schema(migration.text, "public"))
+    pgsift.migrate(db, force=True)   # the function files, as every migrate applies them after
+    assert db.execute("select chunk_id, content from sift.golden_positives order by positive_id").fetchall() == [
+        (mine, "x"), (None, "x")]
+    assert db.execute("select golden_set_id from sift.eval_runs order by run_id").fetchall() == [
+        (_one_id(db, IDS["golden_set"], "acme"),), (None,)]
+
+
+VEC = "[" + ",".join("0.5" for _ in range(DIMS)) + "]"
+# (what is referenced, the kind of role, a write naming it as %(id)s; every other value the
+# attacker's own). A foreign id and a missing one must be refused with one error.
+REFERENCES = [
+    ("collection", "writer", "insert into sift.documents (collection_id, source_uri) values (%(id)s, 'planted')"),
+    ("document", "writer", "insert into sift.chunks (document_id, ordinal, content, embedding) "
+                           f"values (%(id)s, 99, 'planted', '{VEC}')"),
+    ("section", "writer", "insert into sift.chunks (document_id, ordinal, content, embedding, section_id) "
+                          f"values (%(doc)s, 98, 'planted', '{VEC}', %(id)s)"),
+    ("document", "writer", "insert into sift.sections (document_id, collection_id, ordinal, level) "
+                           "values (%(id)s, %(col)s, 99, 1)"),
+    ("chunk", "writer", "insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, embedding) "
+                        f"values (%(space)s, %(id)s, 0, 0, '{VEC}')"),
+    ("space", "writer", "insert into sift.chunk_vectors (space_id, chunk_id, collection_id, document_id, embedding) "
+                        f"values (%(id)s, %(chunk)s, 0, 0, '{VEC}')"),
+    ("chunk", "writer", "insert into sift.chunk_tokens (chunk_id, collection_id, tokens, dimensions, token_count) "
+                        "values (%(id)s, 0, array['[1,1,1,1]'::public.halfvec], 0, 0)"),
+    ("chunk", "writer", "insert into sift.chunk_enrichments (chunk_id, collection_id, enrichment_key, context) "
+                        "values (%(id)s, 0, repeat('a', 64), 'planted')"),
+    ("chunk", "writer", f"insert into sift.question_vectors (chunk_id, ordinal, collection_id, embedding) "
+                        f"values (%(id)s, 0, 0, '{VEC}')"),
+    ("document", "writer", "insert into sift.enrichment_runs (document_id, collection_id) values (%(id)s, 0)"),
+    ("collection", "writer", "insert into sift.golden_sets (collection_id, name) values (%(id)s, 'planted')"),
+    ("golden_set", "writer", "insert into sift.golden_questions (golden_set_id, question_key, question) "
+                             "values (%(id)s, 'planted', 'x')"),
+    ("question", "writer", "insert into sift.golden_positives (question_id, content) values (%(id)s, 'x')"),
+    ("chunk", "writer", "insert into sift.golden_positives (question_id, chunk_id) values (%(question)s, %(id)s)"),
+    ("collection", "writer", "insert into sift.eval_runs (collection_id, golden_set, label, k, metrics) "
+                             "values (%(id)s, 'gs', 'x', 10, '{}')"),
+    ("golden_set", "writer", "insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, "
+                             "metrics) values (%(col)s, %(id)s, 'gs', 'x', 10, '{}')"),
+    ("collection", "writer", "insert into sift.collection_configs (collection_id, config) values (%(id)s, 'simple')"),
+    ("collection", "writer", "insert into sift.chunk_token_sizes (collection_id, dimensions) values (%(id)s, 4)"),
+    ("collection", "writer", "insert into sift.collection_lexical_stats (collection_id, chunks, tokens) "
+                             "values (%(id)s, 1, 1)"),
+    ("collection", "writer", "insert into sift.term_df (collection_id, lexeme, df) values (%(id)s, 'planted', 1)"),
+    ("collection", "writer", "insert into sift.term_df_pending (collection_id, lexemes, counts) "
+                             "values (%(id)s, array['planted'], array[1])"),
+    ("collection", "writer", "insert into sift.term_lists (collection_id, lexeme, floor_impact, avgdl_ref, k1_ref, "
+                             "b_ref) values (%(id)s, 'planted', 0, 1, 1.2, 0.75)"),
+    ("collection", "writer", "insert into sift.term_blocks (collection_id, lexeme, block_no, max_impact, chunk_ids, "
+                             "tfs, dls) values (%(id)s, 'planted', 0, 1, '{}', '{}', '{}')"),
+    ("collection", "writer", "insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls) "
+                             "values (%(id)s, 'planted', '{}', '{}', '{}')"),
+    ("collection", "admin", "insert into sift.vector_spaces (collection_id, name, dimensions) "
+                            "values (%(id)s, 'planted', 4)"),
+    ("reranker", "admin", "update sift.collections set reranker_alias = %(id)s where collection_id = %(col)s"),
+    ("tenant", "writer", "insert into sift.rerank_usage (tenant, provider, model, documents, latency_ms, ok, billed) "
+                         "values (%(id)s, 'tei', 'tei', 1, 1, true, true)"),
+]
+
+
+# Public functions that take ids: the same answer (a result or an error) either way.
+ID_CALLS = [
+    ("chunk", f"select sift.write_space_vectors('docs', 'alt', array[%(id)s]::bigint[], array['{VEC}']::vector[])"),
+    ("chunk", "select sift.write_token_vectors('docs', array[%(id)s]::bigint[], array['[1,1,1,1]']::vector[])"),
+    ("chunk", "select sift.delete_token_vectors('docs', array[%(id)s]::bigint[])"),
+    ("chunk", "select * from sift.maxsim('docs', array[%(id)s]::bigint[], array['[1,1,1,1]']::vector[])"),
+    ("chunk", "select * from sift.finalize('docs', array[%(id)s]::bigint[])"),
+    ("chunk", "select * from sift.resolve_sections(array[%(id)s]::bigint[])"),
+    ("chunk", "select * from sift.rerank_texts(array[%(id)s]::bigint[])"),
+    ("chunk", "select * from sift.explain('docs', 'alpha', chunk_ids => array[%(id)s]::bigint[])"),
+    ("document", "select sift.write_chunks(array[%(id)s]::bigint[], array[99], array['p'], array[null], "
+                 f"array[null]::integer[], array['{VEC}'::vector])"),
+    ("document", "select sift.write_sections(array[%(id)s]::bigint[], array[99], array[null]::integer[], array[1], "
+                 "array['p'])"),
+]
+
+
+def _outcome(conn: psycopg.Connection, statement: str, named: Any) -> Any:
+    """What a call answers, rolled back: its rows or its error, the id it names written <id>."""
+    try:
+        with conn.transaction():
+            rows = conn.execute(statement, {"id": named}).fetchall()
+            raise _Rollback
+    except _Rollback:
+        return re.sub(rf"(?<![\w.]){re.escape(str(named))}(?![\w.])", "<id>", repr(rows))
+    except psycopg.Error as exc:
+        return _shape(exc, named)
+
+
+def test_no_reference_tells_another_tenants_id_from_a_missing_one(db, connect_as, two_tenants):
+    """Every write that names another row, with tenant B's id and with an id that does not
+    exist: refused, with one error (SQLSTATE, message and detail alike but for the id); so a
+    tenant learns nothing of the ids another has. A reference to another tenant is never
+    accepted."""
+    own = {"doc": _one_id(db, IDS["document"], "acme"), "col": _one_id(db, IDS["collection"], "acme"),
+           "space": _one_id(db, IDS["space"], "acme"), "chunk": _one_id(db, IDS["chunk"], "acme"),
+           "question": _one_id(db, IDS["question"], "acme")}
+    tables = {"collection": ("collections", "collection_id"), "document": ("documents", "document_id"),
+              "chunk": ("chunks", "chunk_id"), "section": ("sections", "section_id"),
+              "space": ("vector_spaces", "space_id"), "golden_set": ("golden_sets", "golden_set_id"),
+              "question": ("golden_questions", "question_id")}
+    foreign: dict[str, Any] = {kind: _one_id(db, IDS[kind], "globex") for kind in tables}
+    foreign |= {"reranker": "globex-rr", "tenant": "globex"}
+    missing: dict[str, Any] = {
+        kind: db.execute(f"select max({column}) + 1000000 from sift.{table}").fetchone()[0]
+        for kind, (table, column) in tables.items()}
+    missing |= {"reranker": "nobodys-rr", "tenant": "nobody"}
+    sessions = {kind: connect_as(role_name("acme", kind)) for kind in ("writer", "admin")}
+    mine: dict[str, Any] = {kind: _one_id(db, IDS[kind], "acme") for kind in tables}
+    mine |= {"reranker": "acme-rr", "tenant": "acme"}
+    before = fingerprint(db, "globex")
+    different, unrelated = [], []
+    for referenced, kind, statement in REFERENCES:
+        shapes = {_shape(_refusal(sessions[kind], statement, {**own, "id": value}), value)
+                  for value in (foreign[referenced], missing[referenced])}
+        if len(shapes) != 1:
+            different.append((statement, shapes))
+        # The refusal is the reference's: with an id of the attacker's own, it is not this one.
+        try:
+            with sessions[kind].transaction():
+                sessions[kind].execute(statement, {**own, "id": mine[referenced]})
+                raise _Rollback
+        except _Rollback:
+            pass
+        except psycopg.Error as exc:
+            if _shape(exc, mine[referenced]) in shapes:
+                unrelated.append((statement, shapes))
+    for referenced, statement in ID_CALLS:
+        answers = [_outcome(sessions["admin"], statement, value)
+                   for value in (foreign[referenced], missing[referenced])]
+        if answers[0] != answers[1]:
+            different.append((statement, answers))
+    assert different == []
+    assert unrelated == []
+    assert fingerprint(db, "globex") == before
 
 
 # -- search_path: nothing planted is ever called ----------------------------------------------
