@@ -162,7 +162,7 @@ comment on function sift._check_knobs(jsonb, text[], text[], text) is
     'its preset expanded; SF009 names the first problem.';
 
 
-create or replace function sift._resolve_knobs(col sift.collections, call jsonb)
+create or replace function sift._merge_knobs(stored jsonb, collection_name text, call jsonb)
 returns sift.knob_set
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -176,12 +176,12 @@ begin
     -- sift._check_knobs; an object holds a value per collection), then in
     -- one pass over the definitions: a default for every knob left unset,
     -- and for JSON null ("off") the value off stands for.
-    merged := coalesce(sift._expand_preset(col.knobs), '{}');
+    merged := coalesce(sift._expand_preset(stored), '{}');
     for k in select e.key, e.value from jsonb_each(coalesce(call, '{}')) e loop
         if jsonb_typeof(k.value) <> 'object' then
             merged := jsonb_set(merged, array[k.key], k.value);
-        elsif k.value ? col.name then
-            merged := jsonb_set(merged, array[k.key], k.value -> col.name);
+        elsif k.value ? collection_name then
+            merged := jsonb_set(merged, array[k.key], k.value -> collection_name);
         end if;
     end loop;
     select jsonb_object_agg(d.name, case when d.can_be_off and v.v = 'null'::jsonb then d.off_value else v.v end)
@@ -204,17 +204,35 @@ begin
     -- A rule no single domain can check: the owner's ceiling bounds the weight.
     if out.recency_weight > out.recency_ceiling then
         raise exception 'recency_weight % exceeds the recency_ceiling % of collection "%"',
-            out.recency_weight, out.recency_ceiling, col.name
+            out.recency_weight, out.recency_ceiling, collection_name
             using errcode = 'check_violation', constraint = 'recency_weight_within_ceiling',
                   hint = 'raise recency with recency_bias (up to the ceiling), or raise the collection''s recency_ceiling';
     end if;
     return out;
 end;
 $$;
+comment on function sift._merge_knobs(jsonb, text, jsonb) is
+    'Internal: the knobs in force for one collection (its stored values and name) in one call: '
+    'defaults, overlaid by the stored values, overlaid by the call''s; null resolved to each knob''s '
+    'off; every value cast to its domain, so a bad value is refused naming the knob.';
+
+
+create or replace function sift._resolve_knobs(col sift.collections, call jsonb)
+returns sift.knob_set
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- A call that sets no knob takes the collection's resolved set, kept on
+    -- its row by its trigger (sift._refresh_resolved_knobs keeps it in step
+    -- with the definitions) with the stored values it was merged from: a row
+    -- written past the trigger (session_replication_role = replica) is merged
+    -- here, as is anything else.
+    select case when coalesce(call, '{}') = '{}' and col.resolved_from = col.knobs then col.resolved_knobs
+                else sift._merge_knobs(col.knobs, col.name, call) end
+$$;
 comment on function sift._resolve_knobs(sift.collections, jsonb) is
-    'Internal: the knobs in force for one collection in one call: defaults, overlaid by the '
-    'collection''s stored values, overlaid by the call''s; null resolved to each knob''s off; every '
-    'value cast to its domain, so a bad value is refused naming the knob.';
+    'Internal: the knobs in force for one collection in one call (sift._merge_knobs; with no knob '
+    'in the call, the set kept on the collection''s row).';
 
 
 create or replace function sift._resolve_all(cols sift.collections[], knobs jsonb)
@@ -350,13 +368,16 @@ begin
         raise exception 'threshold_reranker "%" is not a reranker of tenant "%"', calibrated, new.tenant
             using errcode = 'SF008';
     end if;
-    -- Cast every value to its domain now: a bad value never stores.
-    perform sift._resolve_knobs(new, '{}');
+    -- Cast every value to its domain now (a bad value never stores), and keep
+    -- the result: a search that sets no knob reads it rather than merging.
+    new.resolved_knobs := sift._merge_knobs(new.knobs, new.name, '{}');
+    new.resolved_from := new.knobs;
     return new;
 end;
 $$;
 comment on function sift._collections_before_write() is
-    'Trigger: a collection''s stored knobs are checked and cast before they store; changing its '
+    'Trigger: a collection''s stored knobs are checked and cast before they store, and the resolved '
+    'set kept on the row (resolved_knobs); changing its '
     'reranker clears a score threshold calibrated for another, and a threshold set by hand '
     'forgets the reranker it was calibrated for.';
 
@@ -364,3 +385,53 @@ comment on function sift._collections_before_write() is
 create or replace trigger collections_before_write
     before insert or update on sift.collections
     for each row execute function sift._collections_before_write();
+
+
+create or replace function sift._refresh_resolved_knobs()
+returns integer
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    changed integer;
+begin
+    -- The resolved set kept on each collection's row, made again where the
+    -- definitions, presets or domains changed under it (a row that already
+    -- holds what a merge gives is left alone: nothing is locked or written).
+    update sift.collections c
+    set knobs = c.knobs   -- the row's trigger merges it again
+    where c.resolved_from is distinct from c.knobs
+       or c.resolved_knobs::text is distinct from sift._merge_knobs(c.knobs, c.name, '{}')::text;
+    get diagnostics changed = row_count;
+    return changed;
+end;
+$$;
+comment on function sift._refresh_resolved_knobs() is
+    'Internal: merges again the resolved knobs kept on every collection whose set no longer matches '
+    'the knob definitions (run when those change and on every migrate); returns how many changed.';
+
+
+create or replace function sift._knob_definitions_changed()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform sift._refresh_resolved_knobs();
+    return null;
+end;
+$$;
+comment on function sift._knob_definitions_changed() is
+    'Trigger: a knob''s definition or a preset changed, so every collection''s resolved knobs are '
+    'merged again.';
+
+create or replace trigger knob_defs_changed
+    after insert or update or delete or truncate on sift.knob_defs
+    for each statement execute function sift._knob_definitions_changed();
+create or replace trigger knob_presets_changed
+    after insert or update or delete or truncate on sift.knob_presets
+    for each statement execute function sift._knob_definitions_changed();
+
+-- Every migrate: a migration may have changed a definition, a domain or the
+-- set's type (a new knob) before these functions were applied.
+select sift._refresh_resolved_knobs();

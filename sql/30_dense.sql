@@ -26,9 +26,9 @@ comment on function sift._distance_operator(text) is
     'Internal: the pgvector operator for a distance name.';
 
 
-create or replace function sift._dense_leg_sql(dims integer, distance text, exact boolean, filtered boolean,
-                                               added boolean default false, half boolean default null,
-                                               own_index bigint default null)
+create or replace function sift._dense_rows_sql(dims integer, distance text, exact boolean, filtered boolean,
+                                                added boolean default false, half boolean default null,
+                                                own_index bigint default null)
 returns text
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
@@ -36,30 +36,22 @@ as $$
     -- $1 query vector, $2 collection ids, $3 metadata filter (sift.filter_path), $4 n, $5 the
     -- space (added: its vectors in sift.chunk_vectors; else the chunks' own).
     -- The HNSW form orders by the indexed expression itself (ordering by a
-    -- computed column turns the index into a sequential scan); the exact form
-    -- materialises the distances first so no index is used. half: the index
-    -- holds halfvec (null: past 2,000 dimensions). own_index: the space has an
-    -- index of its own, partial on its collection (built-in) or space (added):
-    -- the rows are that index's predicate alone, by value, so the planner both
-    -- proves it and counts it once (every vector of a space has its size).
-    -- The exact form keeps the best n in a top-n sort over a fenced scan (offset
-    -- 0: no index order): sorting every distance to number them cost twice the
-    -- scan itself.
+    -- computed column turns the index into a sequential scan); with an
+    -- iterative scan its order is relaxed, so the caller sorts the n rows
+    -- again. The exact form keeps the best n in a top-n sort over a fenced
+    -- scan (offset 0: no index order): sorting every distance to number them
+    -- cost twice the scan itself. half: the index holds halfvec (null: past
+    -- 2,000 dimensions). own_index: the space has an index of its own, partial
+    -- on its collection (built-in) or space (added): the rows are that index's
+    -- predicate alone, by value, so the planner both proves it and counts it
+    -- once (every vector of a space has its size).
     select format(
-        $f$
-        with m as materialized (
-            %7$s
+        $f$%7$s
             select c.chunk_id, (c.embedding::@extschema:vector@.vector(%1$s) %2$s $1) as distance
             from %5$s c
             where %6$s
               %3$s
-            %4$s
-        )
-        select m.chunk_id, (pg_catalog.row_number() over (order by m.distance, m.chunk_id))::integer as rank, m.distance
-        from m
-        order by m.distance, m.chunk_id
-        limit $4
-        $f$,
+            %4$s$f$,
         dims,
         sift._distance_operator(distance),
         case when filtered then
@@ -81,10 +73,27 @@ as $$
                                     dims, case when added then 'and c.space_id = $5' else '' end) end,
         case when exact then 'select x.chunk_id, x.distance from (' else '' end)
 $$;
-comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean, boolean, bigint) is
-    'Internal: the dense leg''s statement, exact or through the HNSW index (shared, in full or half '
+comment on function sift._dense_rows_sql(integer, text, boolean, boolean, boolean, boolean, bigint) is
+    'Internal: the dense leg''s scan, exact or through the HNSW index (shared, in full or half '
     'precision, or the space''s own), over the chunks'' own vectors or an added space''s '
-    '(sift.chunk_vectors), for EXPLAIN and EXECUTE.';
+    '(sift.chunk_vectors): its best n rows (chunk_id, distance), in index order when walked.';
+
+
+create or replace function sift._dense_leg_sql(dims integer, distance text, exact boolean, filtered boolean,
+                                               added boolean default false, half boolean default null,
+                                               own_index bigint default null)
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    select pg_catalog.format(
+        'select m.chunk_id, (pg_catalog.row_number() over (order by m.distance, m.chunk_id))::integer as rank, '
+        'm.distance from (%s) m order by m.distance, m.chunk_id limit $4',
+        sift._dense_rows_sql(dims, distance, exact, filtered, added, half, own_index))
+$$;
+comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean, boolean, bigint) is
+    'Internal: the dense leg''s statement (sift._dense_rows_sql ranked: chunk_id, rank, distance), '
+    'for EXPLAIN.';
 
 
 create or replace function sift._dense_exact(collection_ids bigint[], exact_search_limit integer,
@@ -139,65 +148,97 @@ comment on function sift._hnsw_ef_search(integer, integer) is
     'it must return, at most 1,000.';
 
 
+create or replace function sift._dense_ids_sql()
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The rows as two arrays in
+    -- (distance, chunk_id) order, fenced by a materialized CTE: sorted in the
+    -- aggregate over a plain subquery, the planner asks the scan itself for
+    -- that order, which no index gives, and scans every vector instead of
+    -- walking the index.
+    select 'with m as materialized (%s) '
+           'select pg_catalog.array_agg(m.chunk_id order by m.distance, m.chunk_id), '
+           'pg_catalog.array_agg(m.distance order by m.distance, m.chunk_id) from m'::text
+$$;
+comment on function sift._dense_ids_sql() is
+    'Internal: the statement sift._dense_ids runs around the leg''s rows (sift._dense_rows_sql).';
+
+
+create or replace function sift._dense_ids(
+    collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
+    fpath jsonpath, n integer, exact boolean, space_id bigint, half boolean, own_index bigint,
+    ef_search integer, iterative boolean,
+    out ids bigint[], out dists double precision[])
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    saved_ef text;
+    saved_it text;
+begin
+    -- exact: scan rather than walk (sift._dense_exact); ef_search: the
+    -- hnsw_ef_search knob; iterative: pgvector has iterative scans
+    -- (sift._pgvector_has_iterative_scan). Both statements are the rows'
+    -- (sift._dense_rows_sql) as two arrays in (distance, chunk_id) order.
+    if not exact then
+        -- Transaction-local and restored right after: a pooled connection never
+        -- keeps them, and the caller's own settings survive the call (a
+        -- function's SET clause would restore only the settings it names).
+        saved_ef := pg_catalog.current_setting('hnsw.ef_search', true);
+        saved_it := case when iterative then pg_catalog.current_setting('hnsw.iterative_scan', true) end;
+        perform pg_catalog.set_config('hnsw.ef_search', sift._hnsw_ef_search(ef_search, n)::text, true),
+                case when iterative then pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true) end;
+        execute pg_catalog.format(sift._dense_ids_sql(),
+                                  sift._dense_rows_sql(dims, metric, false, fpath is not null, space_id is not null,
+                                                       half, own_index))
+            into ids, dists
+            using query, collection_ids, fpath, n, space_id;
+        perform pg_catalog.set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true),
+                case when iterative then pg_catalog.set_config('hnsw.iterative_scan', coalesce(saved_it, 'off'), true) end;
+        if coalesce(cardinality(ids), 0) >= n then
+            return;
+        end if;
+        -- The index walk came back short: answer from an exact scan instead.
+    end if;
+    execute pg_catalog.format(sift._dense_ids_sql(),
+                              sift._dense_rows_sql(dims, metric, true, fpath is not null, space_id is not null))
+        into ids, dists
+        using query, collection_ids, fpath, n, space_id;
+end;
+$$;
+comment on function sift._dense_ids(bigint[], integer, text, @extschema:vector@.vector, jsonpath, integer, boolean,
+    bigint, boolean, bigint, integer, boolean) is
+    'Internal: the dense leg''s top n chunk ids and their distances, best first (space_id: an added '
+    'space''s vectors; null: the chunks'' own; half and own_index: the index the space walks, '
+    'sift._dense_rows_sql), metadata filter (sift.filter_path) inside the leg; exact when asked '
+    '(sift._dense_exact), else HNSW (ef_search: the hnsw_ef_search knob, null its default; an '
+    'iterative scan where pgvector has one), exact again if the index walk comes back short.';
+
+
 create or replace function sift._dense_leg(
     collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
     filter jsonb, n integer, exact_search_limit integer, space_id bigint default null,
     half boolean default null, own_index bigint default null, ef_search integer default null)
 returns table (chunk_id bigint, rank integer, distance double precision)
-language plpgsql volatile security invoker
+language sql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-#variable_conflict use_column
-declare
-    fpath     jsonpath := sift.filter_path(filter);
-    filtered  boolean := fpath is not null;
-    iterative boolean := sift._pgvector_has_iterative_scan();
-    saved_ef  text := current_setting('hnsw.ef_search', true);
-    saved_it  text := case when iterative then current_setting('hnsw.iterative_scan', true) end;
-    -- The shared index of this size and distance (null: the space's own).
-    small     boolean := sift._dense_exact(collection_ids, exact_search_limit,
+    select u.id, u.o::integer, u.dist
+    from sift._dense_ids(collection_ids, dims, metric, query, sift.filter_path(filter), n,
+                         sift._dense_exact(collection_ids, exact_search_limit,
                                            case when own_index is null
                                                 then pg_catalog.format('%s_hnsw_%s_%s',
                                                                        case when space_id is null then 'chunks'
                                                                             else 'chunk_vectors' end,
-                                                                       metric, dims) end);
-    ids       bigint[];
-    dists     double precision[];
-begin
-    if not small then
-        -- Transaction-local and restored right after: a pooled connection never
-        -- keeps them, and the caller's own settings survive the call.
-        perform set_config('hnsw.ef_search', sift._hnsw_ef_search(ef_search, n)::text, true);
-        if iterative then
-            perform set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        end if;
-        execute format('select array_agg(l.chunk_id order by l.rank), array_agg(l.distance order by l.rank) from (%s) l',
-                       sift._dense_leg_sql(dims, metric, false, filtered, space_id is not null, half,
-                                           own_index))
-            into ids, dists
-            using query, collection_ids, fpath, n, space_id;
-        perform set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true);
-        if iterative then
-            perform set_config('hnsw.iterative_scan', coalesce(saved_it, 'off'), true);
-        end if;
-        if coalesce(cardinality(ids), 0) >= n then
-            return query
-                select u.id, u.ord::integer, u.dist
-                from unnest(ids, dists) with ordinality as u(id, dist, ord)
-                order by u.ord;
-            return;
-        end if;
-        -- The index walk came back short: answer from an exact scan instead.
-    end if;
-
-    return query execute sift._dense_leg_sql(dims, metric, true, filtered, space_id is not null)
-        using query, collection_ids, fpath, n, space_id;
-end;
+                                                                       metric, dims) end),
+                         space_id, half, own_index, ef_search, sift._pgvector_has_iterative_scan()) d
+    cross join lateral unnest(d.ids, d.dists) with ordinality as u(id, dist, o)
+    order by u.o
 $$;
 comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer,
     bigint, boolean, bigint, integer) is
-    'Internal: the top n chunks by vector distance (space_id: an added space''s vectors; null: '
-    'the chunks'' own; half and own_index: the index the space walks, sift._dense_leg_sql), '
-    'metadata filter inside the leg; exact for '
-    'small collections, HNSW with iterative scan otherwise (ef_search: the hnsw_ef_search knob; null: its default), '
-    'exact again if the index walk comes back short.';
+    'Internal: the dense leg as rows (sift._dense_ids): the top n chunks by vector distance, '
+    'metadata filter inside the leg; exact for small collections, HNSW with iterative scan '
+    'otherwise, exact again if the index walk comes back short.';

@@ -54,6 +54,46 @@ comment on function sift._late_pool(sift.collections[], sift.knob_set[], text, @
     'late_interaction_top_n, each candidate''s MaxSim, and the order and scores it ranks with.';
 
 
+create or replace function sift._staged_search(
+    cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
+    match_count integer, filter jsonb, query_tokens @extschema:vector@.vector[], spaces text[],
+    space_embeddings @extschema:vector@.vector[], space_weights double precision[])
+returns setof sift.hit
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    pool   sift.candidate[];
+    choice record;
+    late   record;
+begin
+    -- Every stage as a function of its own over the pool (the arguments
+    -- checked by the caller): several collections, added spaces, query
+    -- tokens, MMR, sections, windows, snippets.
+    late := sift._late_pool(cols, knobs, query_text, query_embedding, match_count, filter, query_tokens, spaces,
+                            space_embeddings, space_weights);
+    if late.ids is not null then
+        -- With query tokens, MaxSim in SQL is this search's rerank (no hosted call).
+        return query
+        select * from sift._hits(cols, knobs, late.pool, late.ids, late.scores, match_count, late.scored_by, null,
+                                 null, query_text);
+        return;
+    end if;
+    pool := late.pool;
+    choice := sift._reranker_choice(cols, knobs);
+    return query
+    select * from sift._hits(cols, knobs, pool,
+                             array(select c.chunk_id from unnest(pool) c order by c.fused_rank),
+                             array(select c.score from unnest(pool) c order by c.fused_rank),
+                             match_count, null, choice.alias, choice.refused, query_text);
+end;
+$$;
+comment on function sift._staged_search(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector,
+    integer, jsonb, @extschema:vector@.vector[], text[], @extschema:vector@.vector[], double precision[]) is
+    'Internal: a search through every stage''s own function (sift._late_pool, sift._hits): what '
+    'sift.search runs when the search is not plain (sift._plain_space).';
+
+
 create or replace function sift.search(
     collection      text default null,
     query_text      text default '',
@@ -73,28 +113,25 @@ as $$
 declare
     cols   sift.collections[] := sift._collections(search.collection, search.collections);
     ks     sift.knob_set[] := sift._resolve_all(cols, search.knobs);
-    pool   sift.candidate[];
-    choice record;
-    late   record;
+    plan   record;
 begin
     perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
                               space_weights);
-    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens, spaces,
-                            space_embeddings, space_weights);
-    if late.ids is not null then
-        -- With query tokens, MaxSim in SQL is this search's rerank (no hosted call).
-        return query
-        select * from sift._hits(cols, ks, late.pool, late.ids, late.scores, match_count, late.scored_by, null,
-                                 null, search.query_text);
-        return;
+    -- One collection with only the common stages: each leg once and one
+    -- statement after them. Anything else: every stage's own function.
+    if cardinality(cols) = 1 and query_tokens is null and spaces is null and space_embeddings is null
+       and space_weights is null then
+        select * into plan from sift._plain_plan(cols[1], ks[1]);
+        if found then
+            return query select * from sift._plain_search(cols[1], ks[1], search.query_text, search.query_embedding,
+                                                          search.match_count, search.filter, plan.space,
+                                                          plan.exact, plan.iterative);
+            return;
+        end if;
     end if;
-    pool := late.pool;
-    choice := sift._reranker_choice(cols, ks);
-    return query
-    select * from sift._hits(cols, ks, pool,
-                             array(select c.chunk_id from unnest(pool) c order by c.fused_rank),
-                             array(select c.score from unnest(pool) c order by c.fused_rank),
-                             match_count, null, choice.alias, choice.refused, search.query_text);
+    return query select * from sift._staged_search(cols, ks, search.query_text, search.query_embedding,
+                                                   search.match_count, search.filter, search.query_tokens,
+                                                   search.spaces, search.space_embeddings, search.space_weights);
 end;
 $$;
 comment on function sift.search(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[],

@@ -1,0 +1,241 @@
+-- The plain search: one collection whose call uses only the stages every
+-- search has (the dense and lexical legs, weighted RRF, boost, recency,
+-- language weight, score threshold, per-document cap, one translation,
+-- lost-in-the-middle). In: the collection and its resolved knobs, the query.
+-- Out: sift.hit rows, the same to the bit as the staged pipeline's
+-- (sift._candidates -> sift._finalize -> sift._hits; tests/test_plain.py
+-- holds the two side by side). Each leg is one call and everything after the
+-- legs is one statement planned once a session, so a search pays for the
+-- stages it uses and nothing else.
+
+create or replace function sift._plain_hits(
+    col             sift.collections,
+    knobs           sift.knob_set,
+    match_count     integer,
+    dense_ids       bigint[],
+    dense_raw       double precision[],
+    lexical_ids     bigint[],
+    lexical_raw     double precision[],
+    w               double precision,
+    legs            text[],
+    lexical_query   text,
+    lexical_configs text[],
+    lexical_exact   boolean,
+    space_name      text,
+    reranker        text)
+returns setof sift.hit
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+-- Planned once a session (PostgreSQL 18 caches SQL functions' plans): the
+-- arrays are tens of ids, never worth a plan of their own.
+set plan_cache_mode = force_generic_plan
+rows 10
+as $$
+    -- Fusion, finalize and the hits' text in one statement. Every expression
+    -- is the staged pipeline's own (sift.rrf, sift._finalize, sift._hits), so
+    -- a chunk scores the same float and lands in the same place on both paths.
+    with k as (
+        -- The knobs this statement reads, once.
+        select knobs.rrf_k as rrf_k,
+               case when w < 2.2250738585072014e-308 then 0 else w end as dw,
+               case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end as lw,
+               coalesce(nullif(knobs.per_document_cap, 0), 0) as cap,
+               coalesce(knobs.lost_in_the_middle, false) as litm,
+               sift._language(knobs.query_language) as qlang,
+               coalesce(knobs.one_translation, false) as one_tr,
+               case when knobs.threshold_reranker is null then knobs.score_threshold end as thr,
+               case when knobs.score_threshold is not null and knobs.threshold_reranker is not null
+                    then pg_catalog.format('score threshold %s of collection "%s" was calibrated for reranker "%s"',
+                                           knobs.score_threshold, col.name, knobs.threshold_reranker)
+                         || ', but no reranker scored this pool (fused scores): not applied' end as skipped,
+               knobs.boost::double precision as boost,
+               knobs.recency_field::text as field,
+               knobs.recency_half_life::interval as half_life,
+               case when knobs.recency_field is null or knobs.recency_weight = 0 then null
+                    else knobs.recency_weight + coalesce(knobs.recency_bias, 0)
+                         * (knobs.recency_ceiling - knobs.recency_weight) end::double precision as weight,
+               coalesce(knobs.other_language_weight::double precision, 1) as olw
+    ), p as materialized (
+        -- The pool (weighted RRF, sift.rrf) in fused order, each chunk with
+        -- what the ranking knobs weigh: its document (the cap), its language,
+        -- its page (one translation) and its date (recency). Narrow rows: the
+        -- text is read for the kept hits alone.
+        select f.id, f.dr, f.lr, f.s,
+               (pg_catalog.row_number() over (order by f.s desc, f.id))::integer as pool_rank,
+               c.document_id as doc, l.lang,
+               case when f.s < 1e-200 then 0 else f.s end as base,
+               case when k.qlang is null or l.lang is null or l.lang = k.qlang then 1 else k.olw end as lf,
+               case when k.one_tr then sift._page_key(d.source_uri, d.metadata, l.lang) end as page,
+               case when k.weight is not null
+                    then sift.recency_factor(sift._recency_date(k.field, d.created_at, d.modified_at,
+                                                                d.uploaded_at, d.metadata),
+                                             pg_catalog.now(), k.half_life, k.weight) end as factor
+        from (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
+                     coalesce(k.dw / (k.rrf_k + d.r), 0) + coalesce(k.lw / (k.rrf_k + l.r), 0) as s
+              from (select u.id, u.o::integer as r
+                    from pg_catalog.unnest(dense_ids) with ordinality as u(id, o)) d
+              full join (select u.id, u.o::integer as r
+                         from pg_catalog.unnest(lexical_ids) with ordinality as u(id, o)) l on l.id = d.id
+              cross join k) f
+        join sift.chunks c on c.chunk_id = f.id
+        join sift.documents d on d.document_id = c.document_id
+        cross join lateral (select sift._language(d.language) as lang) l
+        cross join k
+    ), a as (
+        -- Scored: base x recency x boost x language; relevant enough for the
+        -- threshold; another translation of a kept page (sift._finalize's a0, a).
+        select x.*,
+               x.page is not null
+               and x.doc <> pg_catalog.first_value(x.doc) over (
+                       partition by x.page
+                       order by x.thr_ok desc, coalesce(x.lang = k.qlang, false) desc, x.adjusted desc, x.id) as dup,
+               (pg_catalog.row_number() over (order by x.adjusted desc, x.id))::integer as i
+        from (select p.*, p.base * coalesce(p.factor, 1) * k.boost * p.lf as adjusted,
+                     k.thr is null or p.base >= k.thr as thr_ok
+              from p cross join k) x
+        cross join k
+    ), sel as materialized (
+        -- Greedy in score order within the per-document cap, then backfilled
+        -- past it: sorted by (beyond the cap, score).
+        select x.*, (pg_catalog.row_number() over (order by x.late, x.i))::integer as fr
+        from (select a.*, k.cap > 0 and pg_catalog.row_number() over (partition by a.doc order by a.i) > k.cap as late
+              from a cross join k
+              where a.thr_ok and not a.dup) x
+        order by x.late, x.i
+        limit match_count
+    ), n as (
+        select (select pg_catalog.count(*) from sel)::integer as kept,
+               (select pg_catalog.count(*) from a where not a.thr_ok)::integer as below
+    )
+    select sel.fr,
+           case when not k.litm then sel.fr
+                when sel.fr % 2 = 1 then (sel.fr + 1) / 2
+                else n.kept - sel.fr / 2 + 1 end,
+           sel.id, sel.doc, col.name::text, d.source_uri, d.title, c.ordinal, c.content, c.context,
+           d.metadata, sel.adjusted, sel.base, sel.pool_rank,
+           case when sel.dr is not null and sel.lr is not null then 'both'
+                when sel.dr is not null then 'dense' else 'lexical' end,
+           sel.dr, dense_raw[sel.dr], sel.lr, lexical_raw[sel.lr], coalesce(legs, '{}'), lexical_query,
+           coalesce(sel.factor, 1), k.boost, k.thr is not null, n.below, k.skipped, reranker, null::text,
+           c.section_id, false, array[sel.id], array[sel.id], c.token_count, null::bigint[], null::text,
+           null::bigint, sel.lang, sel.lf, lexical_configs, null::text, null::text, null::text,
+           case when 'dense' = any (legs) then space_name end,
+           case when 'dense' = any (legs) then 0 end,
+           lexical_exact, null::double precision,
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'dense', case when sel.dr is not null then pg_catalog.jsonb_build_object(
+                   'rank', sel.dr, 'raw', dense_raw[sel.dr], 'weight', w,
+                   'contribution', w / (knobs.rrf_k + sel.dr), 'question', null::smallint) end,
+               'lexical', case when sel.lr is not null then pg_catalog.jsonb_build_object(
+                   'rank', sel.lr, 'raw', lexical_raw[sel.lr], 'weight', 1 - w,
+                   'contribution', (1 - w) / (knobs.rrf_k + sel.lr)) end))
+    from sel
+    join sift.chunks c on c.chunk_id = sel.id
+    join sift.documents d on d.document_id = sel.doc
+    cross join k cross join n
+    order by 2, 3
+$$;
+comment on function sift._plain_hits(sift.collections, sift.knob_set, integer, bigint[], double precision[],
+    bigint[], double precision[], double precision, text[], text, text[], boolean, text, text) is
+    'Internal: a plain search''s hits from its legs'' ranked ids and raw scores: weighted RRF, the '
+    'ranking knobs that need no loop (recency, boost, language weight, score threshold, per-document '
+    'cap with backfill, one translation, lost-in-the-middle) and each hit''s text, in one statement.';
+
+
+create or replace function sift._plain_search(
+    col             sift.collections,
+    knobs           sift.knob_set,
+    query_text      text,
+    query_embedding @extschema:vector@.vector,
+    match_count     integer,
+    filter          jsonb,
+    space           sift.vector_spaces,
+    exact           boolean,
+    iterative       boolean)
+returns setof sift.hit
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    n         integer := greatest(knobs.fetch_k, match_count);
+    w         double precision := knobs.dense_weight;
+    ran       text[] := '{}';
+    tsq       tsquery;
+    terms     text[];
+    lift      tsquery;
+    sink      tsquery;
+    configs   text[];
+    dense_ids bigint[];
+    dense_raw double precision[];
+    lex_ids   bigint[];
+    lex_raw   double precision[];
+    lex_exact boolean;
+begin
+    -- The legs sift._legs would run: the text is parsed only when the lexical
+    -- leg can run (hybrid on, or no embedding).
+    if (knobs.hybrid or query_embedding is null) and query_text <> '' then
+        select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
+        into ran, tsq, terms, lift, sink, configs
+        from sift._legs(col, knobs, query_text, query_embedding is not null) x;
+    elsif query_embedding is not null then
+        ran := array['dense'];
+    end if;
+    if not ('lexical' = any (ran)) then w := 1; end if;
+    if not ('dense' = any (ran)) then w := 0; end if;
+
+    if 'dense' = any (ran) then
+        select d.ids, d.dists into dense_ids, dense_raw
+        from sift._dense_ids(array[col.collection_id], space.dimensions, space.distance, query_embedding,
+                                 sift.filter_path(filter), n, _plain_search.exact,
+                                 case when space.builtin then null else space.space_id end,
+                                 space.dense_precision = 'half',
+                                 case when not sift._space_dedicated(space) then null
+                                      when space.builtin then space.collection_id else space.space_id end,
+                                 knobs.hnsw_ef_search, iterative) d;
+    end if;
+    if 'lexical' = any (ran) then
+        select array_agg(x.chunk_id order by x.rank) filter (where x.chunk_id is not null),
+               array_agg(x.score order by x.rank) filter (where x.chunk_id is not null),
+               coalesce(pg_catalog.bool_and(x.exact), true)
+        into lex_ids, lex_raw, lex_exact
+        from sift._lexical_leg(col, knobs, tsq, terms, filter, n, lift, sink) x;
+    end if;
+    return query
+    select * from sift._plain_hits(col, knobs, match_count, dense_ids, dense_raw, lex_ids, lex_raw, w, ran,
+                                   tsq::text, configs, lex_exact, space.name::text,
+                                   case when knobs.rerank then col.reranker_alias::text end);
+end;
+$$;
+comment on function sift._plain_search(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer,
+    jsonb, sift.vector_spaces, boolean, boolean) is
+    'Internal: a plain search of one collection (sift._plain_plan, whose space, exact and iterative '
+    'it takes): each leg once, then sift._plain_hits.';
+
+
+create or replace function sift._plain_plan(col sift.collections, knobs sift.knob_set)
+returns table (space sift.vector_spaces, exact boolean, iterative boolean)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Plain: weighted RRF of the two legs in the collection's active space,
+    -- with no stage that needs a loop or more text (MMR, parent_return,
+    -- neighbours, snippets) and no question vectors to search beside the
+    -- chunks'. Then the dense leg's space, whether it scans exactly
+    -- (sift._dense_exact) and whether pgvector walks iteratively. No row
+    -- otherwise: the staged pipeline runs.
+    select s, sift._dense_exact(array[col.collection_id], knobs.exact_search_limit,
+                                case when not sift._space_dedicated(s)
+                                     then pg_catalog.format('%s_hnsw_%s_%s',
+                                                            case when s.builtin then 'chunks' else 'chunk_vectors' end,
+                                                            s.distance, s.dimensions) end),
+           sift._pgvector_has_iterative_scan()
+    from sift.vector_spaces s
+    where s.collection_id = col.collection_id and s.active
+      and knobs.fusion = 'rrf' and knobs.dense_space is null and knobs.mmr_lambda is null
+      and knobs.parent_return = 'child' and coalesce(knobs.neighbours, 0) = 0 and knobs.snippets is null
+      and not exists (select 1 from sift.question_vectors q where q.collection_id = col.collection_id)
+$$;
+comment on function sift._plain_plan(sift.collections, sift.knob_set) is
+    'Internal: whether a search of one collection is plain (sift._plain_search) and, when it is, '
+    'its dense leg''s space, whether that leg scans exactly and whether pgvector walks iteratively; '
+    'no row when a stage it uses needs the staged pipeline.';

@@ -1,0 +1,153 @@
+"""The plain search (sift._plain_search) against the staged pipeline it stands in for.
+
+A search of one collection that uses only the common stages runs each leg once and
+one statement after them; every other search runs each stage's own function
+(sift._staged_search). The two must agree on every column of every hit, for every
+knob the plain path takes: the staged pipeline is the oracle, and a collection with
+several chunks a document, translations, page keys, dates and metadata gives each
+ranking knob something to do.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from conftest import unit
+from pgsift import Chunk, Document
+from psycopg.types.json import Jsonb
+
+DIMS = 8
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+LANGS = ["en", "de", "fr", None]
+
+SEARCH = """
+select to_jsonb(h) from sift.search(collection => 'p', query_text => %(q)s, query_embedding => %(e)s,
+                                    match_count => %(n)s, filter => %(f)s, knobs => %(k)s) h
+"""
+STAGED = """
+select to_jsonb(h)
+from sift._staged_search(array[sift._collection('p')],
+                         sift._resolve_all(array[sift._collection('p')], %(k)s), %(q)s, %(e)s, %(n)s, %(f)s,
+                         null, null, null, null) h
+"""
+PLAIN = "select count(*) from sift._plain_plan(sift._collection('p'), (sift._resolve_all(array[sift._collection('p')], %(k)s))[1])"
+
+# Knobs the plain path takes (each changes what a search returns here) and some it leaves
+# to the staged pipeline.
+PLAIN_KNOBS = [
+    {}, {"hybrid": False}, {"dense_weight": 0.0}, {"dense_weight": 1.0}, {"dense_weight": 0.2, "rrf_k": 60},
+    {"fetch_k": 3}, {"per_document_cap": 1}, {"per_document_cap": None}, {"per_document_cap": 2, "fetch_k": 30},
+    {"boost": 2.5}, {"score_threshold": 0.12}, {"score_threshold": 0.3, "per_document_cap": 1},
+    {"lost_in_the_middle": True}, {"lost_in_the_middle": True, "per_document_cap": 1},
+    {"one_translation": False}, {"query_language": "de"}, {"query_language": "fr", "other_language_weight": 0.3},
+    {"query_language": "en", "one_translation": False},
+    {"recency_field": "created", "recency_weight": 0.4, "recency_half_life": "20 days"},
+    {"recency_field": "published", "recency_weight": 0.5, "recency_half_life": "3 days"},
+    {"recency_field": "modified", "recency_bias": 0.5},
+    {"quoted_text": "require"}, {"bm25_k1": 2.0, "bm25_b": 0.9}, {"lexical_scorer": "ts_rank_cd"},
+    {"exact_search_limit": 100000}, {"hnsw_ef_search": 1}, {"max_query_terms": 2},
+    {"preset": "pgvector"},
+]
+STAGED_KNOBS = [{"mmr_lambda": 0.5}, {"parent_return": "parent"}, {"neighbours": 1}, {"snippets": "text"},
+                {"fusion": "dbsf"}, {"fusion": "convex", "dense_weight": 0.7}]
+
+
+@pytest.fixture
+def plain(client, db):
+    """Collection p: 30 documents of 1-4 chunks, in three languages under locale paths (so
+    pages have translations), some with a page_key instead, dates of three kinds, and
+    metadata to filter on; past exact_search_limit, so the dense leg walks HNSW."""
+    rng = np.random.default_rng(11)
+    client.create_collection("p", embedding_dims=DIMS, exact_search_limit=20)
+    now = datetime.now(timezone.utc)
+    docs = []
+    for i in range(30):
+        lang = LANGS[i % 4]
+        page = i // 3
+        uri = f"/{lang}/page-{page}" if lang else f"plain-{i}"
+        meta = {"n": i, "parity": "even" if i % 2 == 0 else "odd",
+                "published": (now - timedelta(days=int(rng.integers(0, 60)))).date().isoformat()}
+        if lang is None and i % 8 == 3:
+            meta["page_key"] = f"page-{page}"
+        chunks = [Chunk(content=" ".join(rng.choice(WORDS, size=int(rng.integers(3, 9)))),
+                        embedding=unit(rng.normal(size=DIMS)))
+                  for _ in range(int(rng.integers(1, 5)))]
+        docs.append(Document(source_uri=uri, title=f"doc {i}", language=lang, metadata=meta, chunks=chunks,
+                             created_at=now - timedelta(days=int(rng.integers(0, 90))),
+                             modified_at=now - timedelta(days=int(rng.integers(0, 10)))))
+    client.upsert_documents("p", docs)
+    db.execute("analyze sift.chunks")
+    return rng
+
+
+def _queries(rng: np.random.Generator, n: int) -> list[tuple[str, str | None]]:
+    texts = ["", "the of and", "🙂 ?!", "alpha", "bravo charlie", '"delta echo" golf', "hotel -india",
+             "juliet alpha bravo charlie delta", '-"alpha bravo"']
+    out = []
+    for i in range(n):
+        vector = None if i % 5 == 4 else "[" + ",".join(f"{x:.6f}" for x in unit(rng.normal(size=DIMS))) + "]"
+        out.append((texts[i % len(texts)], vector))
+    return out
+
+
+def _both(db, params: dict[str, object]) -> tuple[list[object], list[object]]:
+    # One transaction: recency's now() is the same for both.
+    with db.transaction():
+        return db.execute(SEARCH, params).fetchall(), db.execute(STAGED, params).fetchall()
+
+
+def test_plain_search_equals_the_staged_pipeline(db, plain, figure):
+    compared = hits = 0
+    for knobs in PLAIN_KNOBS:
+        assert db.execute(PLAIN, {"k": Jsonb(knobs)}).fetchone()[0] == 1, knobs
+        for text, vector in _queries(plain, 9):
+            for n in (1, 4, 10, 40):
+                for flt in ({}, {"parity": "even"}):
+                    if vector is None and text in ("", "the of and", "🙂 ?!"):
+                        continue   # nothing to search with: both refuse or return nothing
+                    params = {"q": text, "e": vector, "n": n, "f": Jsonb(flt), "k": Jsonb(knobs)}
+                    got, want = _both(db, params)
+                    assert got == want, (knobs, text, vector is None, n, flt)
+                    compared += 1
+                    hits += len(got)
+    figure("plain searches compared with the staged pipeline", compared)
+    figure("hits compared", hits)
+    assert hits > 5000
+
+
+def test_searches_the_plain_path_cannot_take_run_staged(db, plain, client):
+    for knobs in STAGED_KNOBS:
+        assert db.execute(PLAIN, {"k": Jsonb(knobs)}).fetchone()[0] == 0, knobs
+        for text, vector in _queries(plain, 5):
+            if vector is None:
+                continue
+            got, want = _both(db, {"q": text, "e": vector, "n": 5, "f": Jsonb({}), "k": Jsonb(knobs)})
+            assert got == want, knobs
+    # Question vectors are a dense leg of their own: the staged pipeline searches them.
+    vector = "[" + ",".join(f"{x:.6f}" for x in unit(plain.normal(size=DIMS))) + "]"
+    db.execute("insert into sift.question_vectors (chunk_id, ordinal, collection_id, embedding) "
+               "select k.chunk_id, 0, k.collection_id, %s::vector from sift.chunks k "
+               "join sift.collections c using (collection_id) where c.name = 'p' order by k.chunk_id limit 1",
+               [vector])
+    assert db.execute(PLAIN, {"k": Jsonb({})}).fetchone()[0] == 0
+    got, want = _both(db, {"q": "alpha", "e": vector, "n": 5, "f": Jsonb({}), "k": Jsonb({})})
+    assert got == want
+    # The question (the query vector itself) placed its chunk first in the dense leg.
+    assert [h[0]["leg_details"]["dense"].get("question") for h in got if h[0]["dense_rank"] == 1] == [0]
+
+
+def test_plain_search_in_an_added_active_space(db, plain, client):
+    """switch_vector_space: the plain path walks the active space's own vectors."""
+    ids = [r[0] for r in db.execute("select k.chunk_id from sift.chunks k join sift.collections c "
+                                    "using (collection_id) where c.name = 'p' order by 1").fetchall()]
+    client.add_vector_space("p", "small", dimensions=4)
+    client.write_space_vectors("p", "small", ids, [unit(plain.normal(size=4)) for _ in ids])
+    client.switch_vector_space("p", "small")
+    assert db.execute(PLAIN, {"k": Jsonb({})}).fetchone()[0] == 1
+    for text, _ in _queries(plain, 6):
+        vector = "[" + ",".join(f"{x:.6f}" for x in unit(plain.normal(size=4))) + "]"
+        got, want = _both(db, {"q": text, "e": vector, "n": 7, "f": Jsonb({}), "k": Jsonb({})})
+        assert got == want
+        assert all(h[0]["dense_space"] == "small" for h in got if h[0]["dense_rank"] is not None)
