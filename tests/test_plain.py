@@ -32,7 +32,10 @@ from sift._staged_search(array[sift._collection('p')],
                          sift._resolve_all(array[sift._collection('p')], %(k)s), %(q)s, %(e)s, %(n)s, %(f)s,
                          null, null, null, null) h
 """
-PLAIN = "select count(*) from sift._plain_plan(sift._collection('p'), (sift._resolve_all(array[sift._collection('p')], %(k)s))[1])"
+PLAIN = """
+select count(*)
+from sift._plain_plan(sift._collection('p'), (sift._resolve_all(array[sift._collection('p')], %(k)s))[1])
+"""
 
 # Knobs the plain path takes (each changes what a search returns here) and some it leaves
 # to the staged pipeline.
