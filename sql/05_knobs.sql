@@ -162,7 +162,8 @@ comment on function sift._check_knobs(jsonb, text[], text[], text) is
     'its preset expanded; SF009 names the first problem.';
 
 
-create or replace function sift._merge_knobs(stored jsonb, collection_name text, call jsonb)
+create or replace function sift._merge_knobs(stored jsonb, collection_name text, call jsonb,
+                                             base sift.knob_set default null)
 returns sift.knob_set
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -175,8 +176,14 @@ begin
     -- The collection's values, then the call's (already checked by
     -- sift._check_knobs; an object holds a value per collection), then in
     -- one pass over the definitions: a default for every knob left unset,
-    -- and for JSON null ("off") the value off stands for.
-    merged := coalesce(sift._expand_preset(stored), '{}');
+    -- and for JSON null ("off") the value off stands for. With base (the
+    -- collection's own set, already merged from its stored values): the
+    -- call's values alone, cast onto it.
+    if base is not distinct from null then
+        merged := coalesce(sift._expand_preset(stored), '{}');
+    else
+        merged := '{}';
+    end if;
     for k in select e.key, e.value from jsonb_each(coalesce(call, '{}')) e loop
         if jsonb_typeof(k.value) <> 'object' then
             merged := jsonb_set(merged, array[k.key], k.value);
@@ -184,12 +191,20 @@ begin
             merged := jsonb_set(merged, array[k.key], k.value -> collection_name);
         end if;
     end loop;
-    select jsonb_object_agg(d.name, case when d.can_be_off and v.v = 'null'::jsonb then d.off_value else v.v end)
-    into merged
-    from sift.knob_defs d
-    cross join lateral (select coalesce(merged -> d.name, d.default_value) as v) v;
+    if base is not distinct from null then
+        select jsonb_object_agg(d.name, case when d.can_be_off and v.v = 'null'::jsonb then d.off_value else v.v end)
+        into merged
+        from sift.knob_defs d
+        cross join lateral (select coalesce(merged -> d.name, d.default_value) as v) v;
+    else
+        select coalesce(jsonb_object_agg(e.key, case when d.can_be_off and e.value = 'null'::jsonb then d.off_value
+                                                     else e.value end), '{}')
+        into merged
+        from jsonb_each(merged) e
+        join sift.knob_defs d on d.name = e.key;
+    end if;
     begin
-        out := jsonb_populate_record(null::sift.knob_set, merged);
+        out := jsonb_populate_record(base, merged);
     exception when data_exception then
         -- Name the knob whose value would not cast (a domain CHECK names itself).
         for k in select e.key, e.value from jsonb_each(merged) e loop
@@ -211,10 +226,11 @@ begin
     return out;
 end;
 $$;
-comment on function sift._merge_knobs(jsonb, text, jsonb) is
+comment on function sift._merge_knobs(jsonb, text, jsonb, sift.knob_set) is
     'Internal: the knobs in force for one collection (its stored values and name) in one call: '
-    'defaults, overlaid by the stored values, overlaid by the call''s; null resolved to each knob''s '
-    'off; every value cast to its domain, so a bad value is refused naming the knob.';
+    'defaults, overlaid by the stored values, overlaid by the call''s (base: the set already merged '
+    'from the stored values, which the call''s alone overlay); null resolved to each knob''s off; '
+    'every value cast to its domain, so a bad value is refused naming the knob.';
 
 
 create or replace function sift._resolve_knobs(col sift.collections, call jsonb)
@@ -227,12 +243,13 @@ as $$
     -- with the definitions) with the stored values it was merged from: a row
     -- written past the trigger (session_replication_role = replica) is merged
     -- here, as is anything else.
-    select case when coalesce(call, '{}') = '{}' and col.resolved_from = col.knobs then col.resolved_knobs
-                else sift._merge_knobs(col.knobs, col.name, call) end
+    select case when col.resolved_from is distinct from col.knobs then sift._merge_knobs(col.knobs, col.name, call)
+                when coalesce(call, '{}') = '{}' then col.resolved_knobs
+                else sift._merge_knobs(col.knobs, col.name, call, col.resolved_knobs) end
 $$;
 comment on function sift._resolve_knobs(sift.collections, jsonb) is
     'Internal: the knobs in force for one collection in one call (sift._merge_knobs; with no knob '
-    'in the call, the set kept on the collection''s row).';
+    'in the call, the set kept on the collection''s row; with some, theirs cast onto it).';
 
 
 create or replace function sift._resolve_all(cols sift.collections[], knobs jsonb)

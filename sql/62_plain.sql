@@ -31,92 +31,64 @@ set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_generic_plan
 rows 10
 as $$
-    -- Fusion, finalize and the hits' text in one statement. Every expression
-    -- is the staged pipeline's own (sift.rrf, sift._finalize, sift._hits), so
-    -- a chunk scores the same float and lands in the same place on both paths.
-    with k as (
-        -- The knobs this statement reads, once.
-        select knobs.rrf_k as rrf_k,
-               case when w < 2.2250738585072014e-308 then 0 else w end as dw,
-               case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end as lw,
-               coalesce(nullif(knobs.per_document_cap, 0), 0) as cap,
-               coalesce(knobs.lost_in_the_middle, false) as litm,
-               sift._language(knobs.query_language) as qlang,
-               coalesce(knobs.one_translation, false) as one_tr,
-               case when knobs.threshold_reranker is null then knobs.score_threshold end as thr,
-               case when knobs.score_threshold is not null and knobs.threshold_reranker is not null
-                    then pg_catalog.format('score threshold %s of collection "%s" was calibrated for reranker "%s"',
-                                           knobs.score_threshold, col.name, knobs.threshold_reranker)
-                         || ', but no reranker scored this pool (fused scores): not applied' end as skipped,
-               knobs.boost::double precision as boost,
-               knobs.recency_field::text as field,
-               knobs.recency_half_life::interval as half_life,
-               case when knobs.recency_field is null or knobs.recency_weight = 0 then null
-                    else knobs.recency_weight + coalesce(knobs.recency_bias, 0)
-                         * (knobs.recency_ceiling - knobs.recency_weight) end::double precision as weight,
-               coalesce(knobs.other_language_weight::double precision, 1) as olw
-    ), p as materialized (
-        -- The pool (weighted RRF, sift.rrf) in fused order, each chunk with
-        -- what the ranking knobs weigh: its document (the cap), its language,
-        -- its page (one translation) and its date (recency). Narrow rows: the
-        -- text is read for the kept hits alone.
-        select f.id, f.dr, f.lr, f.s,
+    -- Fusion, finalize and the hits' text in one statement, for the stages a
+    -- default search has (per-document cap, one translation, boost,
+    -- lost-in-the-middle): nothing rescales one chunk's score against
+    -- another's, so the pool's order is the ranking's and no expression of
+    -- an idle stage is built (the plan's expressions are compiled on every
+    -- execution; those of recency, the language weight and the threshold
+    -- cost a default search ~60 us: sift._plain_hits_adjusted has them).
+    -- Every expression is the staged pipeline's own (sift.rrf,
+    -- sift._finalize, sift._hits): a chunk scores the same float and lands
+    -- in the same place on both paths.
+    with p as materialized (
+        -- The pool in fused order, each chunk with its document (the cap) and
+        -- page (one translation). Narrow rows: the text is read for the kept
+        -- hits alone.
+        select f.id, f.dr, f.lr, f.s, c.document_id as doc, l.lang,
                (pg_catalog.row_number() over (order by f.s desc, f.id))::integer as pool_rank,
-               c.document_id as doc, l.lang,
                case when f.s < 1e-200 then 0 else f.s end as base,
-               case when k.qlang is null or l.lang is null or l.lang = k.qlang then 1 else k.olw end as lf,
-               case when k.one_tr then sift._page_key(d.source_uri, d.metadata, l.lang) end as page,
-               case when k.weight is not null
-                    then sift.recency_factor(sift._recency_date(k.field, d.created_at, d.modified_at,
-                                                                d.uploaded_at, d.metadata),
-                                             pg_catalog.now(), k.half_life, k.weight) end as factor
+               case when knobs.one_translation then sift._page_key(d.source_uri, d.metadata, l.lang) end as page
         from (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
-                     coalesce(k.dw / (k.rrf_k + d.r), 0) + coalesce(k.lw / (k.rrf_k + l.r), 0) as s
-              from (select u.id, u.o::integer as r
-                    from pg_catalog.unnest(dense_ids) with ordinality as u(id, o)) d
-              full join (select u.id, u.o::integer as r
-                         from pg_catalog.unnest(lexical_ids) with ordinality as u(id, o)) l on l.id = d.id
-              cross join k) f
+                     -- Weighted RRF (sift.rrf; subnormal weights count as 0).
+                     coalesce(case when w < 2.2250738585072014e-308 then 0 else w end / (knobs.rrf_k + d.r), 0)
+                     + coalesce(case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end
+                                / (knobs.rrf_k + l.r), 0) as s
+              from pg_catalog.unnest(dense_ids) with ordinality as d(id, r)
+              full join pg_catalog.unnest(lexical_ids) with ordinality as l(id, r) on l.id = d.id) f
         join sift.chunks c on c.chunk_id = f.id
         join sift.documents d on d.document_id = c.document_id
         cross join lateral (select sift._language(d.language) as lang) l
-        cross join k
     ), a as (
-        -- Scored: base x recency x boost x language; relevant enough for the
-        -- threshold; another translation of a kept page (sift._finalize's a0, a).
-        select x.*,
-               x.page is not null
-               and x.doc <> pg_catalog.first_value(x.doc) over (
-                       partition by x.page
-                       order by x.thr_ok desc, coalesce(x.lang = k.qlang, false) desc, x.adjusted desc, x.id) as dup,
-               (pg_catalog.row_number() over (order by x.adjusted desc, x.id))::integer as i
-        from (select p.*, p.base * coalesce(p.factor, 1) * k.boost * p.lf as adjusted,
-                     k.thr is null or p.base >= k.thr as thr_ok
-              from p cross join k) x
-        cross join k
+        -- Another translation of a kept page (sift._finalize's a); i: the
+        -- place by score (sift._finalize's, where a score under 1e-200 counts as 0).
+        select p.*, 1::double precision as lf,
+               p.page is not null
+               and p.doc <> pg_catalog.first_value(p.doc) over (partition by p.page order by p.base desc, p.id) as dup,
+               (pg_catalog.row_number() over (order by p.base desc, p.id))::integer as i
+        from p
     ), sel as materialized (
         -- Greedy in score order within the per-document cap, then backfilled
         -- past it: sorted by (beyond the cap, score).
-        select x.*, (pg_catalog.row_number() over (order by x.late, x.i))::integer as fr
-        from (select a.*, k.cap > 0 and pg_catalog.row_number() over (partition by a.doc order by a.i) > k.cap as late
-              from a cross join k
-              where a.thr_ok and not a.dup) x
-        order by x.late, x.i
+        select y.*, (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
+        from (select a.*, coalesce(nullif(knobs.per_document_cap, 0), 0) > 0
+                          and pg_catalog.row_number() over (partition by a.doc order by a.i)
+                              > coalesce(nullif(knobs.per_document_cap, 0), 0) as late
+              from a where not a.dup) y
+        order by y.late, y.i
         limit match_count
-    ), n as (
-        select (select pg_catalog.count(*) from sel)::integer as kept,
-               (select pg_catalog.count(*) from a where not a.thr_ok)::integer as below
     )
     select sel.fr,
-           case when not k.litm then sel.fr
+           case when not coalesce(knobs.lost_in_the_middle, false) then sel.fr
                 when sel.fr % 2 = 1 then (sel.fr + 1) / 2
-                else n.kept - sel.fr / 2 + 1 end,
+                else (select pg_catalog.count(*) from sel)::integer - sel.fr / 2 + 1 end,
            sel.id, sel.doc, col.name::text, d.source_uri, d.title, c.ordinal, c.content, c.context,
-           d.metadata, sel.adjusted, sel.base, sel.pool_rank,
+           d.metadata, sel.base * knobs.boost, sel.base, sel.pool_rank,
            case when sel.dr is not null and sel.lr is not null then 'both'
                 when sel.dr is not null then 'dense' else 'lexical' end,
            sel.dr, dense_raw[sel.dr], sel.lr, lexical_raw[sel.lr], coalesce(legs, '{}'), lexical_query,
-           coalesce(sel.factor, 1), k.boost, k.thr is not null, n.below, k.skipped, reranker, null::text,
+           1::double precision, knobs.boost::double precision, false, 0, null::text,
+           reranker, null::text,
            c.section_id, false, array[sel.id], array[sel.id], c.token_count, null::bigint[], null::text,
            null::bigint, sel.lang, sel.lf, lexical_configs, null::text, null::text, null::text,
            case when 'dense' = any (legs) then space_name end,
@@ -132,14 +104,138 @@ as $$
     from sel
     join sift.chunks c on c.chunk_id = sel.id
     join sift.documents d on d.document_id = sel.doc
-    cross join k cross join n
     order by 2, 3
 $$;
 comment on function sift._plain_hits(sift.collections, sift.knob_set, integer, bigint[], double precision[],
     bigint[], double precision[], double precision, text[], text, text[], boolean, text, text) is
-    'Internal: a plain search''s hits from its legs'' ranked ids and raw scores: weighted RRF, the '
-    'ranking knobs that need no loop (recency, boost, language weight, score threshold, per-document '
-    'cap with backfill, one translation, lost-in-the-middle) and each hit''s text, in one statement.';
+    'Internal: a plain search''s hits from its legs'' ranked ids and raw scores when no stage rescales '
+    'a score (recency, language weight and threshold off: sift._plain_hits_adjusted): weighted RRF, '
+    'per-document cap with backfill, one translation, boost, lost-in-the-middle and each hit''s text, '
+    'in one statement.';
+
+
+create or replace function sift._plain_hits_adjusted(
+    col             sift.collections,
+    knobs           sift.knob_set,
+    match_count     integer,
+    dense_ids       bigint[],
+    dense_raw       double precision[],
+    lexical_ids     bigint[],
+    lexical_raw     double precision[],
+    w               double precision,
+    legs            text[],
+    lexical_query   text,
+    lexical_configs text[],
+    lexical_exact   boolean,
+    space_name      text,
+    reranker        text)
+returns setof sift.hit
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+-- Planned once a session (PostgreSQL 18 caches SQL functions' plans): the
+-- arrays are tens of ids, never worth a plan of their own.
+set plan_cache_mode = force_generic_plan
+rows 10
+as $$
+    -- sift._plain_hits with the stages that rescale one chunk's score against
+    -- another's: recency, the weight of another language than the question's
+    -- and the score threshold (on the fused score, before the others).
+    with p as materialized (
+        -- The pool in fused order, each chunk with what the ranking knobs
+        -- weigh: its document (the cap), language, page (one translation) and
+        -- recency factor.
+        select f.id, f.dr, f.lr, f.s, c.document_id as doc, l.lang,
+               (pg_catalog.row_number() over (order by f.s desc, f.id))::integer as pool_rank,
+               case when f.s < 1e-200 then 0 else f.s end as base,
+               case when knobs.one_translation then sift._page_key(d.source_uri, d.metadata, l.lang) end as page,
+               case when knobs.query_language is null or l.lang is null
+                         or l.lang = sift._language(knobs.query_language) then 1
+                    else coalesce(knobs.other_language_weight::double precision, 1) end as lf,
+               -- recency_bias moves the weight toward the ceiling; it cannot turn on
+               -- recency where there is no field or the weight is 0.
+               case when knobs.recency_field is not null and knobs.recency_weight <> 0
+                    then sift.recency_factor(
+                             sift._recency_date(knobs.recency_field, d.created_at, d.modified_at, d.uploaded_at,
+                                                d.metadata),
+                             pg_catalog.now(), knobs.recency_half_life,
+                             knobs.recency_weight + coalesce(knobs.recency_bias, 0)
+                             * (knobs.recency_ceiling - knobs.recency_weight)) end as factor
+        from (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
+                     -- Weighted RRF (sift.rrf; subnormal weights count as 0).
+                     coalesce(case when w < 2.2250738585072014e-308 then 0 else w end / (knobs.rrf_k + d.r), 0)
+                     + coalesce(case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end
+                                / (knobs.rrf_k + l.r), 0) as s
+              from pg_catalog.unnest(dense_ids) with ordinality as d(id, r)
+              full join pg_catalog.unnest(lexical_ids) with ordinality as l(id, r) on l.id = d.id) f
+        join sift.chunks c on c.chunk_id = f.id
+        join sift.documents d on d.document_id = c.document_id
+        cross join lateral (select sift._language(d.language) as lang) l
+    ), a as (
+        -- Scored: base x recency x boost x language; relevant enough for the
+        -- threshold (on the fused score; one calibrated for a reranker is
+        -- not applied to fused scores); another translation of a kept page
+        -- (sift._finalize's a0, a).
+        select x.*,
+               x.page is not null
+               and x.doc <> pg_catalog.first_value(x.doc) over (
+                       partition by x.page
+                       order by x.thr_ok desc, coalesce(x.lang = sift._language(knobs.query_language), false) desc,
+                                x.adjusted desc, x.id) as dup,
+               (pg_catalog.row_number() over (order by x.adjusted desc, x.id))::integer as i
+        from (select p.*, p.base * coalesce(p.factor, 1) * knobs.boost * p.lf as adjusted,
+                     knobs.threshold_reranker is not null or knobs.score_threshold is null
+                     or p.base >= knobs.score_threshold as thr_ok
+              from p) x
+    ), sel as materialized (
+        -- Greedy in score order within the per-document cap, then backfilled
+        -- past it: sorted by (beyond the cap, score).
+        select y.*, (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
+        from (select a.*, coalesce(nullif(knobs.per_document_cap, 0), 0) > 0
+                          and pg_catalog.row_number() over (partition by a.doc order by a.i)
+                              > coalesce(nullif(knobs.per_document_cap, 0), 0) as late
+              from a where a.thr_ok and not a.dup) y
+        order by y.late, y.i
+        limit match_count
+    )
+    select sel.fr,
+           case when not coalesce(knobs.lost_in_the_middle, false) then sel.fr
+                when sel.fr % 2 = 1 then (sel.fr + 1) / 2
+                else (select pg_catalog.count(*) from sel)::integer - sel.fr / 2 + 1 end,
+           sel.id, sel.doc, col.name::text, d.source_uri, d.title, c.ordinal, c.content, c.context,
+           d.metadata, sel.adjusted, sel.base, sel.pool_rank,
+           case when sel.dr is not null and sel.lr is not null then 'both'
+                when sel.dr is not null then 'dense' else 'lexical' end,
+           sel.dr, dense_raw[sel.dr], sel.lr, lexical_raw[sel.lr], coalesce(legs, '{}'), lexical_query,
+           coalesce(sel.factor, 1), knobs.boost::double precision,
+           knobs.threshold_reranker is null and knobs.score_threshold is not null,
+           (select pg_catalog.count(*) from a where not a.thr_ok)::integer,
+           case when knobs.score_threshold is not null and knobs.threshold_reranker is not null
+                then pg_catalog.format('score threshold %s of collection "%s" was calibrated for reranker "%s"',
+                                       knobs.score_threshold, col.name, knobs.threshold_reranker)
+                     || ', but no reranker scored this pool (fused scores): not applied' end,
+           reranker, null::text,
+           c.section_id, false, array[sel.id], array[sel.id], c.token_count, null::bigint[], null::text,
+           null::bigint, sel.lang, sel.lf, lexical_configs, null::text, null::text, null::text,
+           case when 'dense' = any (legs) then space_name end,
+           case when 'dense' = any (legs) then 0 end,
+           lexical_exact, null::double precision,
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'dense', case when sel.dr is not null then pg_catalog.jsonb_build_object(
+                   'rank', sel.dr, 'raw', dense_raw[sel.dr], 'weight', w,
+                   'contribution', w / (knobs.rrf_k + sel.dr), 'question', null::smallint) end,
+               'lexical', case when sel.lr is not null then pg_catalog.jsonb_build_object(
+                   'rank', sel.lr, 'raw', lexical_raw[sel.lr], 'weight', 1 - w,
+                   'contribution', (1 - w) / (knobs.rrf_k + sel.lr)) end))
+    from sel
+    join sift.chunks c on c.chunk_id = sel.id
+    join sift.documents d on d.document_id = sel.doc
+    order by 2, 3
+$$;
+comment on function sift._plain_hits_adjusted(sift.collections, sift.knob_set, integer, bigint[],
+    double precision[], bigint[], double precision[], double precision, text[], text, text[], boolean, text,
+    text) is
+    'Internal: sift._plain_hits with recency, the weight of another language than the question''s and '
+    'the score threshold: each chunk''s score rescaled before the cap, the translations and the order.';
 
 
 create or replace function sift._plain_search(
@@ -200,10 +296,19 @@ begin
         into lex_ids, lex_raw, lex_exact
         from sift._lexical_leg(col, knobs, tsq, terms, filter, n, lift, sink) x;
     end if;
-    return query
-    select * from sift._plain_hits(col, knobs, match_count, dense_ids, dense_raw, lex_ids, lex_raw, w, ran,
-                                   tsq::text, configs, lex_exact, space.name::text,
-                                   case when knobs.rerank then col.reranker_alias::text end);
+    -- The stages that rescale a chunk's score against another's, when one is on.
+    if (knobs.recency_field is null or knobs.recency_weight = 0) and knobs.score_threshold is null
+       and knobs.query_language is null then
+        return query
+        select * from sift._plain_hits(col, knobs, match_count, dense_ids, dense_raw, lex_ids, lex_raw, w, ran,
+                                       tsq::text, configs, lex_exact, space.name::text,
+                                       case when knobs.rerank then col.reranker_alias::text end);
+    else
+        return query
+        select * from sift._plain_hits_adjusted(col, knobs, match_count, dense_ids, dense_raw, lex_ids, lex_raw, w,
+                                                ran, tsq::text, configs, lex_exact, space.name::text,
+                                                case when knobs.rerank then col.reranker_alias::text end);
+    end if;
 end;
 $$;
 comment on function sift._plain_search(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer,

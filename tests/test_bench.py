@@ -625,3 +625,32 @@ def test_peers_over_a_view_and_never_a_schema_of_the_users(db, client, toy: Path
     assert "pgvector_hnsw" not in result["modes"] and "did not make" in result["peers_skipped"]
     assert "peers skipped" in format_table(result)
     assert db.execute("select to_regclass('pgsift_peers.mine')").fetchone()[0] is not None
+
+
+def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: Path):
+    from pgsift import bench_profile
+    result = bench_profile.run_profile(db, toy, collection="bench", queries=2, match_count=3)
+    assert result["chunks"] == 6 and result["queries"] == 2 and result["match_count"] == 3
+    assert set(result["calls"]) == {"raw_ids", "raw_hits", "dense", "lexical", "hybrid", "hybrid_client",
+                                    "supabase_hybrid"}
+    for m in result["calls"].values():
+        assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"] and m["over_raw_hits"] > 0
+    assert result["calls"]["raw_hits"]["over_raw_hits"] == 1
+    for mode in bench_profile.MODES:
+        prof = result["profiles"][mode]
+        # Every search went through sift.search once, and through its plain path.
+        assert prof["functions"]["search"]["calls"] == 1
+        assert prof["functions"]["_plain_search"]["calls"] == 1
+        assert prof["search_ms"] > prof["legs_ms"] > 0
+        assert prof["outside_legs_ms"] == pytest.approx(prof["search_ms"] - prof["legs_ms"])
+        assert prof["read_hits_ms"] > 0
+    assert "_dense_ids" in result["profiles"]["dense"]["functions"]
+    assert "_lexical_leg" not in result["profiles"]["dense"]["functions"]
+    assert "_dense_ids" not in result["profiles"]["lexical"]["functions"]
+    # The schema the peers ran on is gone, the collection stays (--reuse keeps it next time).
+    assert db.execute("select to_regnamespace('pgsift_peers')").fetchone() == (None,)
+    again = bench_profile.run_profile(db, toy, collection="bench", queries=2, match_count=3, reuse=True,
+                                      peers_too=False)
+    assert "supabase_hybrid" not in again["calls"]
+    table = bench_profile.format_table(again)
+    assert "outside the legs" in table and "raw_hits" in table and "_plain_hits" in table

@@ -207,3 +207,39 @@ def test_max_query_terms_bounds_the_lexical_query(client, db):
         with pytest.raises(pgsift.InvalidKnob) as info:
             client.search("rocks", question, max_query_terms=bad)
         assert info.value.knob == "max_query_terms"
+
+
+def test_the_set_kept_on_the_row_resolves_as_a_full_merge(client, db):
+    """A call's knobs are cast onto the set kept on the collection's row (and a call with none
+    takes it as it is): the same set as merging the defaults, the stored values and the call's
+    from scratch, whatever the collection stores (a preset, nulls) and the call sets (a preset,
+    nulls, a value per collection); and a row written past its trigger is merged afresh."""
+    stored = [{}, {"preset": "pgvector"}, {"per_document_cap": None, "dense_weight": 0.2, "fetch_k": 12},
+              {"recency_field": "created", "recency_ceiling": 0.9, "boost": 3}]
+    calls = [{}, {"hybrid": False}, {"per_document_cap": None, "mmr_lambda": 0.4}, {"preset": "seeds"},
+             {"preset": "pgvector", "rrf_k": 7}, {"fetch_k": {"k0": 5, "k2": 9}}, {"recency_weight": 0.45},
+             {"score_threshold": 0.1}, {"one_translation": None, "snippets": "html", "neighbours": 2}]
+    for i, settings in enumerate(stored):
+        client.create_collection(f"k{i}", embedding_dims=4, **settings)
+    compare = """
+        select sift._resolve_knobs(c, %(call)s)::text, sift._merge_knobs(c.knobs, c.name, %(call)s)::text
+        from sift.collections c where c.name = %(name)s"""
+    checked = 0
+    for i in range(len(stored)):
+        for call in calls:
+            kept, merged = db.execute(compare, {"call": Jsonb(call), "name": f"k{i}"}).fetchone()
+            assert kept == merged, (stored[i], call)
+            checked += 1
+    assert checked == len(stored) * len(calls)
+    # Past the trigger (a restore, a replica): the kept set is not the row's any more.
+    db.execute("set session_replication_role = replica")
+    try:
+        db.execute("update sift.collections set knobs = '{\"fetch_k\": 77}' where name = 'k0'")
+    finally:
+        db.execute("set session_replication_role = origin")
+    assert {k.name: k.value for k in client.knobs("k0")}["fetch_k"] == 77
+    assert db.execute("select sift._refresh_resolved_knobs()").fetchone()[0] == 1
+    assert db.execute("select (resolved_knobs).fetch_k from sift.collections where name = 'k0'").fetchone()[0] == 77
+    # A changed default reaches every kept set at once (knob_defs' trigger).
+    db.execute("update sift.knob_defs set default_value = '33' where name = 'fetch_k'")
+    assert db.execute("select (resolved_knobs).fetch_k from sift.collections where name = 'k1'").fetchone()[0] == 33

@@ -51,7 +51,8 @@ PLAIN_KNOBS = [
     {"recency_field": "modified", "recency_bias": 0.5},
     {"quoted_text": "require"}, {"bm25_k1": 2.0, "bm25_b": 0.9}, {"lexical_scorer": "ts_rank_cd"},
     {"exact_search_limit": 100000}, {"hnsw_ef_search": 1}, {"max_query_terms": 2},
-    {"preset": "pgvector"},
+    {"preset": "pgvector"}, {"dense_weight": 1e-250}, {"dense_weight": 1e-250, "score_threshold": 0.0},
+    {"boost": 0.000001, "lost_in_the_middle": True},
 ]
 STAGED_KNOBS = [{"mmr_lambda": 0.5}, {"parent_return": "parent"}, {"neighbours": 1}, {"snippets": "text"},
                 {"fusion": "dbsf"}, {"fusion": "convex", "dense_weight": 0.7}]

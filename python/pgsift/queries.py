@@ -787,6 +787,54 @@ select source_uri from pgsift_peers.hybrid_search(query_text => %(q)s::text,
     query_embedding => %(e)s::@extschema:vector@.vector, match_count => %(k)s)
 """
 
+# bench profile: the comparable raw queries (pgsift's own table and HNSW index, the collection
+# filter inside the walk; {dims} and pgvector's schema written in by bench_peers.render), the
+# search itself, and the function statistics it is split by.
+PROFILE_LOADED = """
+select coalesce((select pg_catalog.count(*) from sift.documents d
+                 join sift.collections c on c.collection_id = d.collection_id where c.name = %(c)s::text), 0)
+"""
+PROFILE_COLLECTION = """
+select c.collection_id, c.embedding_dims,
+       sift._hnsw_ef_search((c.resolved_knobs).hnsw_ef_search,
+                            greatest((c.resolved_knobs).fetch_k, %(k)s::integer))
+from sift.collections c where c.name = %(c)s::text
+"""
+PROFILE_WALK = """
+select c.chunk_id, c.document_id, c.content
+from sift.chunks c
+where c.collection_id = %(cid)s::bigint and @extschema:vector@.vector_dims(c.embedding) = {dims}
+order by c.embedding::@extschema:vector@.vector({dims}) operator(@extschema:vector@.<=>)
+         %(e)s::@extschema:vector@.vector({dims})
+limit %(k)s
+"""
+PROFILE_RAW_IDS = PROFILE_WALK.replace("c.chunk_id, c.document_id, c.content", "c.chunk_id", 1)
+PROFILE_RAW_HITS = (
+    "select w.chunk_id, w.content, d.title, d.source_uri, d.metadata\nfrom (" + PROFILE_WALK + ") w\n"
+    "join sift.documents d on d.document_id = w.document_id")
+PROFILE_WALK_SETTINGS = """
+select pg_catalog.set_config('hnsw.ef_search', %(ef)s::text, false),
+       pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', false)
+"""
+PROFILE_SEARCH = """
+select * from sift.search(collection => %(c)s::text, query_text => %(q)s::text, query_embedding => %(e)s,
+                          match_count => %(k)s::integer, knobs => %(knobs)s::jsonb)
+"""
+PROFILE_SEARCH_IDS = "select chunk_id from (" + PROFILE_SEARCH + ") h"
+PROFILE_READ_HITS = """
+select c.chunk_id, c.content, d.title, d.source_uri, d.metadata
+from sift.chunks c join sift.documents d on d.document_id = c.document_id
+where c.chunk_id = any (%(ids)s::bigint[])
+"""
+PROFILE_TRACK_FUNCTIONS = "set track_functions = 'all'"
+PROFILE_TRACK_FUNCTIONS_OFF = "reset track_functions"
+PROFILE_FLUSH = "select pg_catalog.pg_stat_force_next_flush()"
+PROFILE_CLEAR_SNAPSHOT = "select pg_catalog.pg_stat_clear_snapshot()"
+PROFILE_FUNCTIONS = """
+select f.funcname::text, f.calls, f.total_time, f.self_time
+from pg_catalog.pg_stat_user_functions f where f.schemaname = 'sift'
+"""
+
 # bench exact: the dense leg alone (sift.candidates without text), exact or through HNSW by knob.
 BENCH_EXACT_DENSE = """
 select chunk_id from sift.candidates(collection => %(c)s::text, query_text => '', query_embedding => %(e)s,

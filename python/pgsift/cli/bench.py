@@ -1,5 +1,5 @@
-"""`pgsift bench quality|scale|exact|finalize|fusion|ingest|vectors|rls|compare|structure|languages|snippets|reembed|
-pages|maxsim|legs|questions`: the benchmarks, each on a migrated database."""
+"""`pgsift bench quality|profile|scale|exact|finalize|fusion|ingest|vectors|rls|compare|structure|languages|
+snippets|reembed|pages|maxsim|legs|questions`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -30,6 +30,13 @@ def cmd_bench_quality(args: argparse.Namespace) -> int:
     return _bench(args, bench, lambda conn: bench.run_quality(
         conn, Path(args.dataset), model=args.model, collection=args.collection, max_queries=args.max_queries,
         peers_too=not args.no_peers))
+
+
+def cmd_bench_profile(args: argparse.Namespace) -> int:
+    from .. import bench_profile
+    return _bench(args, bench_profile, lambda conn: bench_profile.run_profile(
+        conn, Path(args.dataset), model=args.model, collection=args.collection, queries=args.queries,
+        match_count=args.match_count, reuse=args.reuse, peers_too=not args.no_peers))
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
@@ -153,6 +160,17 @@ def register(sub: Any) -> None:
     q.add_argument("--no-peers", action="store_true",
                    help="skip the peers' SQL (pgvector HNSW, ts_rank_cd, Supabase's hybrid_search)")
     q.set_defaults(func=cmd_bench_quality)
+
+    q = add_command(bench_sub, "profile", "a search's time against raw pgvector and Supabase, and by function")
+    q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
+    q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
+    q.add_argument("--collection", default="bench", help="collection to load it into (default bench)")
+    q.add_argument("--queries", type=int, default=60, help="queries, taken in turn (default 60)")
+    q.add_argument("--match-count", type=int, default=10, help="match_count of each search (default 10)")
+    q.add_argument("--reuse", action="store_true", help="keep the collection when it holds the dataset already")
+    q.add_argument("--no-peers", action="store_true", help="skip Supabase's hybrid_search")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_profile)
 
     q = add_command(bench_sub, "scale", "lexical/dense/hybrid latency on a generated corpus of N chunks")
     q.add_argument("--chunks", type=int, default=100_000, help="corpus size in chunks (default 100000)")
