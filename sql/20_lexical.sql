@@ -446,16 +446,18 @@ comment on function sift._term_stats(bigint, text[], double precision, double pr
     'drift, and the sum of their df.';
 
 
-create or replace function sift._lexical_leg(
+create or replace function sift._lexical_ids(
     col     sift.collections,
     knobs   sift.knob_set,
     match   tsquery,
     terms   text[],
     filter  jsonb,
     n       integer,
-    lift    tsquery default null,
-    sink    tsquery default null)
-returns table (chunk_id bigint, rank integer, score double precision, exact boolean)
+    lift    tsquery,
+    sink    tsquery,
+    out ids   bigint[],
+    out raws  double precision[],
+    out exact boolean)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -520,6 +522,7 @@ declare
     plain      boolean := match = sift._tsquery_or(terms);
     rematch    tsquery := case when plain then null else match end;
 begin
+    exact := true;
     select sum(s.chunks), sum(s.tokens)::double precision / nullif(sum(s.chunks), 0)
     into n_chunks, avgdl
     from sift.collection_lexical_stats s
@@ -540,7 +543,7 @@ begin
                                                and pg_catalog.jsonb_path_match_tz(d.metadata, fpath, '{}', true)))
               order by 2 desc, c.chunk_id
               limit n) s;
-        return query select l.*, true from sift._lift_and_sink(best, scores, lift, sink) l;
+        select l.ids, l.scores into ids, raws from sift._lift_and_sink_arrays(best, scores, lift, sink) l;
         return;
     end if;
 
@@ -775,17 +778,15 @@ begin
         exit;
     end loop;
 
-    return query select l.*, proven from sift._lift_and_sink(best, scores, lift, sink) l;
-    if not proven and best is null then
-        -- Nothing it scored passed (a filter, a required phrase), yet more may
-        -- match: one row of nulls carries the flag.
-        return query select null::bigint, null::integer, null::double precision, false;
-    end if;
+    -- Unproven: nothing it scored passed (a filter, a required phrase) when
+    -- best is null, yet more may match.
+    exact := proven;
+    select l.ids, l.scores into ids, raws from sift._lift_and_sink_arrays(best, scores, lift, sink) l;
 end;
 $$;
-comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
+comment on function sift._lexical_ids(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
     tsquery, tsquery) is
-    'Internal: the top n chunks of a collection for the query, by Okapi BM25 (idf = '
+    'Internal: the top n chunks of a collection for the query (ids, best first, and raw scores), by Okapi BM25 (idf = '
     'ln(1 + (N - df + 0.5) / (df + 0.5)), exact statistics) or by ts_rank_cd. Rare terms are '
     'scored exhaustively; common terms are read best-first from their impact lists until the '
     'top n is provably exact (threshold algorithm). Cost is bounded: about the lexical_budget '
@@ -795,6 +796,50 @@ comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, 
     'instead (exact, no stored vector read). Otherwise, if the lists cannot '
     'prove the top n, every matching chunk is scored when the terms'' chunk counts sum to at most '
     'the lexical_exact_limit knob (3,000), else the best chunks found are returned, each with '
-    'its exact score and exact false on every row (one row of nulls when none passed). In '
+    'its exact score and exact false (also when none passed). In '
     'quoted_text boost mode a chunk of that top n holding a quoted phrase '
     'scores x2 (lift) and one holding a -word x0.5 (sink), and the n are ranked again.';
+
+
+create or replace function sift._lift_and_sink_arrays(
+    best bigint[], best_scores double precision[], lift tsquery, sink tsquery,
+    out ids bigint[], out scores double precision[])
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Without quoted text the leg's order stands (no statement on the chunks).
+    select best, best_scores where lift is null and sink is null
+    union all
+    select pg_catalog.array_agg(l.chunk_id order by l.rank), pg_catalog.array_agg(l.score order by l.rank)
+    from sift._lift_and_sink(best, best_scores, lift, sink) l
+    where lift is not null or sink is not null
+$$;
+comment on function sift._lift_and_sink_arrays(bigint[], double precision[], tsquery, tsquery) is
+    'Internal: sift._lift_and_sink as two arrays, best first (the same arrays when nothing is quoted).';
+
+
+create or replace function sift._lexical_leg(
+    col     sift.collections,
+    knobs   sift.knob_set,
+    match   tsquery,
+    terms   text[],
+    filter  jsonb,
+    n       integer,
+    lift    tsquery default null,
+    sink    tsquery default null)
+returns table (chunk_id bigint, rank integer, score double precision, exact boolean)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- One row per chunk, best first; one row of nulls carries exact false
+    -- when nothing passed and more may match.
+    select u.id, u.o::integer, u.s, l.exact
+    from sift._lexical_ids(col, knobs, match, terms, filter, n, lift, sink) l
+    left join lateral unnest(l.ids, l.raws) with ordinality as u(id, s, o) on true
+    where u.id is not null or not l.exact
+    order by u.o
+$$;
+comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
+    tsquery, tsquery) is
+    'Internal: the lexical leg as rows (sift._lexical_ids): chunk, rank, BM25 (or ts_rank_cd) score and '
+    'whether the top n is proven exact (one row of nulls with exact false when none passed).';

@@ -86,9 +86,10 @@ returns text
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+    -- Sorted again by distance + 0 (sift._dense_ids_sql says why).
     select pg_catalog.format(
-        'select m.chunk_id, (pg_catalog.row_number() over (order by m.distance, m.chunk_id))::integer as rank, '
-        'm.distance from (%s) m order by m.distance, m.chunk_id limit $4',
+        'select m.chunk_id, (pg_catalog.row_number() over (order by m.distance + 0, m.chunk_id))::integer as rank, '
+        'm.distance from (%s) m order by m.distance + 0, m.chunk_id limit $4',
         sift._dense_rows_sql(dims, distance, exact, filtered, added, half, own_index))
 $$;
 comment on function sift._dense_leg_sql(integer, text, boolean, boolean, boolean, boolean, bigint) is
@@ -157,10 +158,14 @@ as $$
     -- (distance, chunk_id) order, fenced by a materialized CTE: sorted in the
     -- aggregate over a plain subquery, the planner asks the scan itself for
     -- that order, which no index gives, and scans every vector instead of
-    -- walking the index.
+    -- walking the index. Sorted by distance + 0, which no path provides: by
+    -- distance itself, the planner takes the walk's order as given (an
+    -- incremental sort on it), which an iterative scan in relaxed order does
+    -- not give (pgvector issue 862), and a nearer chunk found late kept its
+    -- late place.
     select 'with m as materialized (%s) '
-           'select pg_catalog.array_agg(m.chunk_id order by m.distance, m.chunk_id), '
-           'pg_catalog.array_agg(m.distance order by m.distance, m.chunk_id) from m'::text
+           'select pg_catalog.array_agg(m.chunk_id order by m.distance + 0, m.chunk_id), '
+           'pg_catalog.array_agg(m.distance order by m.distance + 0, m.chunk_id) from m'::text
 $$;
 comment on function sift._dense_ids_sql() is
     'Internal: the statement sift._dense_ids runs around the leg''s rows (sift._dense_rows_sql).';

@@ -290,11 +290,8 @@ begin
                                  knobs.hnsw_ef_search, iterative) d;
     end if;
     if 'lexical' = any (ran) then
-        select array_agg(x.chunk_id order by x.rank) filter (where x.chunk_id is not null),
-               array_agg(x.score order by x.rank) filter (where x.chunk_id is not null),
-               coalesce(pg_catalog.bool_and(x.exact), true)
-        into lex_ids, lex_raw, lex_exact
-        from sift._lexical_leg(col, knobs, tsq, terms, filter, n, lift, sink) x;
+        select x.ids, x.raws, x.exact into lex_ids, lex_raw, lex_exact
+        from sift._lexical_ids(col, knobs, tsq, terms, filter, n, lift, sink) x;
     end if;
     -- The stages that rescale a chunk's score against another's, when one is on.
     if (knobs.recency_field is null or knobs.recency_weight = 0) and knobs.score_threshold is null

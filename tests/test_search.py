@@ -428,6 +428,38 @@ def test_hnsw_ef_search_is_the_walks_candidate_list(client, db):
     assert db.execute("show hnsw.ef_search").fetchone() == ("7",)
 
 
+def test_the_walk_is_sorted_again_whatever_order_the_index_gave(client, db):
+    """An iterative scan in relaxed order may return a nearer chunk after a farther one
+    (pgvector issue 862): the leg sorts the walk's rows itself, by an expression no index
+    path provides, so the planner never takes the walk's order as given (no incremental
+    sort on it, which sorts in batches and keeps a late nearer chunk late)."""
+    col = client.create_collection("walked", embedding_dims=DIMS, exact_search_limit=10)
+    rng = np.random.default_rng(12)
+    client.upsert_documents("walked", random_documents(rng, 60, DIMS))
+    db.execute("analyze sift.chunks")
+    query = "[" + ",".join(map(repr, unit(rng.normal(size=DIMS)).tolist())) + "]"
+    # (A collection this small would be scanned: the walk's plan is what is looked at.)
+    db.execute("set hnsw.iterative_scan = relaxed_order; set enable_seqscan = off")
+    statements = {
+        "rows": db.execute("select sift._dense_leg_sql(%s, 'cosine', false, false)", [DIMS]).fetchone()[0],
+        "arrays": db.execute("select pg_catalog.format(sift._dense_ids_sql(), "
+                             "sift._dense_rows_sql(%s, 'cosine', false, false))", [DIMS]).fetchone()[0],
+    }
+    for name, statement in statements.items():
+        db.execute(sql.SQL("prepare walk(vector, bigint[], jsonpath, integer, bigint) as {}").format(
+            sql.SQL(statement)))
+        try:
+            plan = db.execute(sql.SQL("explain (format json) execute walk({}, {}, null, 20, null)").format(
+                sql.Literal(query), sql.Literal([col.collection_id]))).fetchone()[0]
+        finally:
+            db.execute("deallocate walk")
+        nodes = list(_plan_nodes(plan[0]["Plan"]))
+        assert any(n.get("Index Name") == f"chunks_hnsw_cosine_{DIMS}" for n in nodes), name
+        assert not [n for n in nodes if n["Node Type"] == "Incremental Sort"], name
+        sorts = [n for n in nodes if n["Node Type"] == "Sort"]
+        assert sorts and "m.distance + '0'" in sorts[0]["Sort Key"][0], (name, sorts)
+
+
 def test_large_collection_walks_the_hnsw_index(client, db):
     col = client.create_collection("big", embedding_dims=DIMS, exact_search_limit=50)
     rng = np.random.default_rng(2)
