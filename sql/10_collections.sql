@@ -135,6 +135,8 @@ begin
     if not added_only then
         perform sift._set_search_vector_storage(dims);
     end if;
+    -- Its walk functions, as the owner (none for a size no space has yet).
+    perform sift._ensure_walks();
     return index_name;
 end;
 $$;
@@ -245,6 +247,7 @@ begin
     if s.builtin then
         perform sift._set_search_vector_storage(s.dimensions);
     end if;
+    perform sift._ensure_walks();
     return name;
 end;
 $$;
@@ -290,6 +293,12 @@ begin
     loop
         begin
             execute pg_catalog.format('drop index sift.%I', idx);
+            -- and the walk functions of that index (sift._walk_name: its id last).
+            perform sift._drop_walk(p.oid::pg_catalog.regprocedure)
+            from pg_catalog.pg_proc p
+            where p.pronamespace = 'sift'::pg_catalog.regnamespace
+              and p.proname ~ ('^_walk_' || case when idx like 'chunks_%' then 'chunks' else 'vectors' end
+                               || '_[a-z_]+_[0-9]+_(half|full)_' || pg_catalog.substring(idx, '[0-9]+$') || '$');
             return next idx;
         exception when lock_not_available then
             null;

@@ -54,7 +54,13 @@ as $$
             %4$s$f$,
         dims,
         sift._distance_operator(distance),
-        case when filtered then
+        -- filtered null: a filter when $3 is one (a walk function's statement,
+        -- planned once for both).
+        case when filtered is null then
+            'and ($3 is null or exists (select 1 from sift.documents d '
+            'where d.document_id = c.document_id '
+            'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true)))'
+             when filtered then
             'and exists (select 1 from sift.documents d '
             'where d.document_id = c.document_id '
             'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true))' else '' end,
@@ -171,6 +177,115 @@ comment on function sift._dense_ids_sql() is
     'Internal: the statement sift._dense_ids runs around the leg''s rows (sift._dense_rows_sql).';
 
 
+create or replace function sift._walk_name(dims integer, distance text, added boolean, half boolean,
+                                           own_index bigint)
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- One name per statement the walk can be: the table, distance, size,
+    -- precision and the index of its own (if the space has one).
+    select pg_catalog.format('_walk_%s_%s_%s_%s%s', case when added then 'vectors' else 'chunks' end, distance, dims,
+                             case when coalesce(half, dims > 2000) then 'half' else 'full' end,
+                             '_' || own_index)
+$$;
+comment on function sift._walk_name(integer, text, boolean, boolean, bigint) is
+    'Internal: the name of the walk function (sift._ensure_walks) of a dense leg''s HNSW walk.';
+
+
+create or replace function sift._drop_walk(walk regprocedure)
+returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- A member of the extension (sift._ensure_walks) leaves it first.
+    if exists (select 1 from pg_catalog.pg_depend d
+               where d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass and d.objid = walk and d.deptype = 'e') then
+        execute pg_catalog.format('alter extension pgsift drop function %s', walk);
+    end if;
+    execute pg_catalog.format('drop function if exists %s', walk);
+end;
+$$;
+comment on function sift._drop_walk(regprocedure) is
+    'Internal, writes: drops a walk function (sift._ensure_walks) whose index is gone.';
+
+
+create or replace function sift._ensure_walks()
+returns integer
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    w       record;
+    body    text;
+    fn      pg_catalog.regprocedure;
+    made    integer := 0;
+begin
+    -- A walk function per HNSW walk a vector space makes: the walk's statement
+    -- (sift._dense_rows_sql, its filter optional) as a SQL function, whose plan
+    -- PostgreSQL keeps for the session. EXECUTE of the statement itself
+    -- parsed and planned the walk on every search (~0.1 ms); a call by name
+    -- plans only the call. The index's expression is in its text (pgvector
+    -- needs the dimension as a type modifier), so a function per (table,
+    -- distance, size, precision, own index): made by the index builders and
+    -- on every migrate, as the tables' owner, and made again where the
+    -- statement changed. sift._dense_ids calls one where it exists and runs
+    -- the statement itself otherwise.
+    for w in
+        select distinct sift._walk_name(s.dimensions, s.distance, not s.builtin, s.dense_precision = 'half',
+                                        x.own_index) as name,
+               s.dimensions, s.distance::text as distance, not s.builtin as added,
+               s.dense_precision = 'half' as half, x.own_index
+        from sift.vector_spaces s
+        cross join lateral (select case when not sift._space_dedicated(s) then null
+                                        when s.builtin then s.collection_id else s.space_id end as own_index) x
+        order by 1
+    loop
+        body := pg_catalog.format(sift._dense_ids_sql(),
+                                  sift._dense_rows_sql(w.dimensions, w.distance, false, null, w.added, w.half,
+                                                       w.own_index));
+        continue when exists (select 1 from pg_catalog.pg_proc p
+                              where p.pronamespace = 'sift'::pg_catalog.regnamespace and p.proname = w.name
+                                and p.prosrc = body);
+        execute pg_catalog.format(
+            'create or replace function sift.%I(query @extschema:vector@.vector, collection_ids bigint[], '
+            'fpath jsonpath, n integer, space_id bigint, out ids bigint[], out dists double precision[]) '
+            'language sql stable security invoker set search_path = pg_catalog, pg_temp '
+            'set plan_cache_mode = force_generic_plan as %L', w.name, body);
+        execute pg_catalog.format(
+            'comment on function sift.%I(@extschema:vector@.vector, bigint[], jsonpath, integer, bigint) is %L',
+            w.name, 'Internal, made by sift._ensure_walks: the dense leg''s HNSW walk over '
+                    || case when w.added then 'an added space''s vectors' else 'the chunks'' own vectors' end
+                    || pg_catalog.format(' (%s, %s dimensions, %s precision%s), planned once a session.',
+                                         w.distance, w.dimensions,
+                                         case when coalesce(w.half, w.dimensions > 2000) then 'half' else 'full' end,
+                                         case when w.own_index is null then ''
+                                              else ', its own index' end));
+        fn := pg_catalog.format('sift.%I(@extschema:vector@.vector, bigint[], jsonpath, integer, bigint)',
+                                w.name)::pg_catalog.regprocedure;
+        -- The grants every function of sift has (sql/90_trust.sql).
+        execute pg_catalog.format('revoke all on function %s from public', fn);
+        execute pg_catalog.format('grant execute on function %s to sift_reader, sift_gateway', fn);
+        -- Installed as an extension: a member of it, so DROP EXTENSION takes it too
+        -- (one made by the extension's own script already is).
+        if exists (select 1 from pg_catalog.pg_extension e where e.extname = 'pgsift')
+           and not exists (select 1 from pg_catalog.pg_depend d
+                           where d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass and d.objid = fn
+                             and d.deptype = 'e') then
+            execute pg_catalog.format('alter extension pgsift add function %s', fn);
+        end if;
+        made := made + 1;
+    end loop;
+    return made;
+end;
+$$;
+comment on function sift._ensure_walks() is
+    'Internal, writes: makes the walk function (sift._walk_name) of every vector space''s dense leg that '
+    'is missing or not its statement any more; run by the index builders and on every migrate, as the '
+    'tables'' owner. Returns how many it made.';
+
+
 create or replace function sift._dense_ids(
     collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
     fpath jsonpath, n integer, exact boolean, space_id bigint, half boolean, own_index bigint,
@@ -182,6 +297,7 @@ as $$
 declare
     saved_ef text;
     saved_it text;
+    walk     text;
 begin
     -- exact: scan rather than walk (sift._dense_exact); ef_search: the
     -- hnsw_ef_search knob; iterative: pgvector has iterative scans
@@ -195,11 +311,20 @@ begin
         saved_it := case when iterative then pg_catalog.current_setting('hnsw.iterative_scan', true) end;
         perform pg_catalog.set_config('hnsw.ef_search', sift._hnsw_ef_search(ef_search, n)::text, true),
                 case when iterative then pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true) end;
-        execute pg_catalog.format(sift._dense_ids_sql(),
-                                  sift._dense_rows_sql(dims, metric, false, fpath is not null, space_id is not null,
-                                                       half, own_index))
-            into ids, dists
-            using query, collection_ids, fpath, n, space_id;
+        -- The walk's function (sift._ensure_walks) where it exists: planned once
+        -- a session; else the statement itself.
+        walk := sift._walk_name(dims, metric, space_id is not null, half, own_index);
+        if pg_catalog.to_regproc('sift.' || walk) is not null then
+            execute pg_catalog.format('select w.ids, w.dists from sift.%I($1, $2, $3, $4, $5) w', walk)
+                into ids, dists
+                using query, collection_ids, fpath, n, space_id;
+        else
+            execute pg_catalog.format(sift._dense_ids_sql(),
+                                      sift._dense_rows_sql(dims, metric, false, fpath is not null,
+                                                           space_id is not null, half, own_index))
+                into ids, dists
+                using query, collection_ids, fpath, n, space_id;
+        end if;
         perform pg_catalog.set_config('hnsw.ef_search', coalesce(saved_ef, '40'), true),
                 case when iterative then pg_catalog.set_config('hnsw.iterative_scan', coalesce(saved_it, 'off'), true) end;
         if coalesce(cardinality(ids), 0) >= n then
@@ -247,3 +372,8 @@ comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.
     'Internal: the dense leg as rows (sift._dense_ids): the top n chunks by vector distance, '
     'metadata filter inside the leg; exact for small collections, HNSW with iterative scan '
     'otherwise, exact again if the index walk comes back short.';
+
+
+-- Every migrate: the walk functions of the spaces there are, in step with
+-- this file's statements.
+select sift._ensure_walks();

@@ -477,3 +477,50 @@ def test_large_collection_walks_the_hnsw_index(client, db):
     # And the search over the index still answers like the exact oracle here.
     want = exact_cosine_top(stored_embeddings(db, "big"), f32(query), 10)
     assert ids(client.search("big", embedding=query, top_k=10)) == want
+
+
+def test_a_walk_runs_through_its_walk_function_planned_once(client, db):
+    """Each HNSW walk a vector space makes has a SQL function of its own (sift._ensure_walks,
+    made with the index and on every migrate): the leg calls it by name, so the walk's plan is
+    kept for the session rather than made on every search. A missing one is walked by the
+    statement itself, with the same answer; one whose index goes goes with it."""
+    client.create_collection("w", embedding_dims=DIMS, exact_search_limit=10)
+    own = client.create_collection("own", embedding_dims=DIMS, exact_search_limit=10, dense_precision="half")
+    rng = np.random.default_rng(21)
+    for name in ("w", "own"):
+        client.upsert_documents(name, random_documents(rng, 40, DIMS))
+    db.execute("analyze sift.chunks")
+    walks = dict(db.execute("select proname, proacl::text from pg_proc where proname like '\\_walk\\_%%' "
+                            "and proname <> '_walk_name'").fetchall())
+    shared, dedicated = f"_walk_chunks_cosine_{DIMS}_full", f"_walk_chunks_cosine_{DIMS}_half_{own.collection_id}"
+    assert set(walks) == {shared, dedicated}
+    # sift's grants (sql/90_trust.sql): readers and gateways, not PUBLIC (an entry "=X/...").
+    for acl in walks.values():
+        assert "sift_reader=X/" in acl and "sift_gateway=X/" in acl and "{=X" not in acl and ",=X" not in acl
+    query = unit(rng.normal(size=DIMS))
+    db.execute("set track_functions = 'all'")
+
+    def calls(fn: str) -> int:
+        db.execute("select pg_stat_force_next_flush()")
+        db.execute("select pg_stat_clear_snapshot()")
+        row = db.execute("select calls from pg_stat_user_functions where funcname = %s", [fn]).fetchone()
+        return row[0] if row else 0
+
+    before = calls(shared), calls(dedicated)
+    through = [ids(client.search(name, embedding=query, top_k=10)) for name in ("w", "own")]
+    assert (calls(shared), calls(dedicated)) == (before[0] + 1, before[1] + 1)
+    # Without them: the statement itself, the same answer.
+    db.execute(f"drop function sift.{shared}, sift.{dedicated}")
+    assert [ids(client.search(name, embedding=query, top_k=10)) for name in ("w", "own")] == through
+    # Made again by the next index build or migrate; an edited one is made again too.
+    assert db.execute("select sift._ensure_walks()").fetchone() == (2,)
+    db.execute(f"create or replace function sift.{shared}(query vector, collection_ids bigint[], fpath jsonpath, "
+               "n integer, space_id bigint, out ids bigint[], out dists double precision[]) "
+               "language sql stable as $$ select null::bigint[], null::double precision[] $$")
+    pgsift.migrate(db, force=True)
+    assert [ids(client.search(name, embedding=query, top_k=10)) for name in ("w", "own")] == through
+    # A dropped collection's own index goes with its walk function (the shared one stays).
+    client.drop_collection("own")
+    db.execute("select sift.ensure_dense_indexes()")
+    assert {r[0] for r in db.execute("select proname from pg_proc where proname like '\\_walk\\_%%' "
+                                     "and proname <> '_walk_name'")} == {shared}
