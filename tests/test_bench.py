@@ -544,6 +544,10 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
         assert m["over_raw_p50"]["hybrid"] == pytest.approx(m["hybrid"]["p50"] / m["raw_pgvector"]["p50"], rel=0.02)
         assert m["over_raw_ef_p50"]["dense"] == pytest.approx(
             m["dense"]["p50"] / m["raw_pgvector_ef"]["p50"], rel=0.02)
+        # The comparable raw query: the walk's top 10 with each hit's text and document.
+        assert m["raw_hits"]["p50"] > 0
+        assert m["over_raw_hits_p50"]["hybrid"] == pytest.approx(
+            m["hybrid"]["p50"] / m["raw_hits"]["p50"], rel=0.02)
     for key in ("plain_load_chunks_per_s", "plain_live_chunks_per_s", "client_ingest_chunks_per_s",
                 "client_one_chunks_per_s", "plain_one_chunks_per_s", "client_ingest_over_plain",
                 "client_one_over_plain"):
@@ -555,6 +559,7 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
     table = scale_table(result)
     assert "raw_pgvector" in table and "supabase_hybrid" in table and "p50/raw" in table
     assert "raw_pgvector_ef" in table and "p50/raw_ef" in table and "the dense leg's 100" in table
+    assert "raw_hits" in table and "p50/raw_hits" in table
     assert "plain table, same rows" in table and "of its rate" in table and "(pgsift " in table
     assert "a document a call" in table and "median of 3 rounds in turn" in table
     # the refresh line says how many lists there are, and from which chunk count on (the default)

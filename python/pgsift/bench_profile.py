@@ -82,9 +82,9 @@ def run_profile(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
            (("raw_ids", q.PROFILE_RAW_IDS), ("raw_hits", q.PROFILE_RAW_HITS))}
     # Query i is the dataset's i-th (taken again from the first when it has fewer); 0 warms up.
     n = queries
-    m = len(data.query_ids)
-    vectors = [vector_text(data.query_embeddings[i % m]) for i in range(n + 1)]
-    texts = [data.query_texts[i % m] for i in range(n + 1)]
+    n_data = len(data.query_ids)
+    vectors = [vector_text(data.query_embeddings[i % n_data]) for i in range(n + 1)]
+    texts = [data.query_texts[i % n_data] for i in range(n + 1)]
 
     def params(i: int, mode: str = "hybrid") -> dict[str, Any]:
         return {"c": collection, "cid": cid, "k": match_count, "q": texts[i],
@@ -94,7 +94,7 @@ def run_profile(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
         return len(conn.execute(statement, params(i, mode), prepare=True).fetchall())
 
     def client_call(i: int) -> int:
-        return len(client.search(collection, texts[i], embedding=data.query_embeddings[i % m], top_k=match_count))
+        return len(client.search(collection, texts[i], embedding=data.query_embeddings[i % n_data], top_k=match_count))
 
     runs: dict[str, Any] = {name: partial(sql_call, statement, name) for name, statement in raw.items()}
     for mode in MODES:

@@ -281,8 +281,13 @@ PEER_LEGS = {"raw_pgvector": ("pgvector_hnsw", 40), "raw_pgvector_ef": ("pgvecto
 
 
 def _search(conn: psycopg.Connection[Any], peers: bench_peers.Peers, texts: list[str], vecs: list[str],
-            name: str, i: int) -> None:
-    """Query i of a mix through one leg or peer (the vector's text made beforehand, for all alike)."""
+            raw_hits: tuple[bytes, int], name: str, i: int) -> None:
+    """Query i of a mix through one leg or peer (the vector's text made beforehand, for all alike).
+    raw_hits: the comparable raw query (pgvector's walk joined to what a hit needs, every row
+    fetched) and the collection's id."""
+    if name == "raw_hits":
+        conn.execute(raw_hits[0], {"cid": raw_hits[1], "e": vecs[i], "k": 10}).fetchall()
+        return
     if name in PEER_LEGS:
         peers.search(PEER_LEGS[name][0], texts[i], vecs[i], PEER_LEGS[name][1])
         return
@@ -320,7 +325,7 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
     # whatever came next.
     # (Each raw query follows one of pgsift's: run back to back on the same vector, the
     # second raw one found the first one's pages warm.)
-    fast = ["raw_pgvector", "dense", "lexical", "raw_pgvector_ef", "hybrid", "supabase_hybrid"]
+    fast = ["raw_pgvector", "dense", "lexical", "raw_pgvector_ef", "hybrid", "raw_hits", "supabase_hybrid"]
     slow = ["lexical_ts_rank_cd", "fts_ts_rank_cd"]
     # Raw pgvector twice: at pgvector's default candidate list (40, the rows it returns),
     # and at the one the dense leg walks with (hnsw_ef_search, 100 by default), which
@@ -332,7 +337,12 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
         bench_peers.install(conn, COLLECTION, DIMS, copy=False)
         peers = bench_peers.Peers(conn)
         around = {"raw_pgvector": (partial(peers.begin, "pgvector_hnsw", 40), peers.end),
-                  "raw_pgvector_ef": (partial(peers.begin, "pgvector_hnsw", 40, leg_ef), peers.end)}
+                  "raw_pgvector_ef": (partial(peers.begin, "pgvector_hnsw", 40, leg_ef), peers.end),
+                  "raw_hits": (partial(peers.begin, "pgvector_hnsw", 10, leg_ef), peers.end)}
+        # The comparable raw query (issue 33's decision 1): the walk at the leg's ef_search
+        # joined to the chunk's text and its document's title, uri and metadata.
+        raw_hits = (bench_peers.render(q.PROFILE_RAW_HITS, bench_peers.vector_schema(conn), DIMS),
+                    int(_one(conn, q.COLLECTION_ID, {"collection": COLLECTION})))
         # Every mix's queries first (the same draws as one mix after another), then every
         # mix's fast legs, and only then what reads most of the table (the ts_rank_cd legs,
         # the exhaustive checks): run after each mix, those left the next mix's first
@@ -342,7 +352,7 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
         for mix, make in mixes.items():
             texts = [" ".join(make()) for _ in range(queries + 1)]
             vecs = [_vec(v) for v in corpus.vectors(queries + 1, scale=0.3)]
-            drawn[mix] = (texts, partial(_search, conn, peers, texts, vecs))
+            drawn[mix] = (texts, partial(_search, conn, peers, texts, vecs, raw_hits))
         timed: dict[str, dict[str, list[float]]] = {}
         for mix, (_, run) in drawn.items():
             # Query 0 is each one's warm-up, untimed.
@@ -363,6 +373,9 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
             same = m["raw_pgvector_ef"]["p50"]
             m["over_raw_ef_p50"] = {k: round(m[k]["p50"] / same, 2) if same else None
                                     for k in ("dense", "hybrid")}
+            hits = m["raw_hits"]["p50"]
+            m["over_raw_hits_p50"] = {k: round(m[k]["p50"] / hits, 2) if hits else None
+                                      for k in ("dense", "lexical", "hybrid")}
             m["top10_equal_exhaustive"] = _exactness(conn, texts[1:exact_check + 1])
     finally:
         bench_peers.drop(conn)
@@ -423,18 +436,23 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(line)
     ef = result.get("leg_ef_search")
     lines.append(f"(in turn, query by query; raw_pgvector at pgvector's ef_search 40, raw_pgvector_ef "
-                 f"at the dense leg's {ef}; p50/raw_ef: p50 over raw_pgvector_ef's)")
+                 f"at the dense leg's {ef}; raw_hits: that walk's top 10 with each hit's text, title, uri and "
+                 f"metadata, the comparable raw query; p50/raw_ef and p50/raw_hits: p50 over theirs)")
     lines.append(f"{'queries':9} {'leg':20} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'p50/raw':>8} "
-                 f"{'p50/raw_ef':>10}")
+                 f"{'p50/raw_ef':>10} {'p50/raw_hits':>12}")
     for mix, modes in result["modes"].items():
-        for leg in ("raw_pgvector", "raw_pgvector_ef", "dense", "lexical", "hybrid", "supabase_hybrid",
-                    "lexical_ts_rank_cd", "fts_ts_rank_cd"):
+        for leg in ("raw_pgvector", "raw_pgvector_ef", "raw_hits", "dense", "lexical", "hybrid",
+                    "supabase_hybrid", "lexical_ts_rank_cd", "fts_ts_rank_cd"):
+            if leg not in modes:
+                continue   # (a result saved before raw_hits was measured)
             p = modes[leg]
             ratio = modes.get("over_raw_p50", {}).get(leg)
             same = modes.get("over_raw_ef_p50", {}).get(leg)
+            hits = modes.get("over_raw_hits_p50", {}).get(leg)
             lines.append(f"{mix:9} {leg:20} {p['p50']:8.2f} {p['p95']:8.2f} {p['p99']:8.2f}"
                          + (f" {ratio:>7}x" if ratio is not None else " " * 9)
-                         + (f" {same:>9}x" if same is not None else ""))
+                         + (f" {same:>9}x" if same is not None else " " * 11)
+                         + (f" {hits:>11}x" if hits is not None else ""))
         lines.append(f"{mix:9} {'ts_rank_cd / bm25 p50':20} {modes['ts_rank_cd_over_bm25_p50']:>8}")
         ex = modes["top10_equal_exhaustive"]
         lines.append(f"{mix:9} {'top 10 = exhaustive':20} {ex['identical']:>8}   recall@10 {ex['recall_at_10']}")
