@@ -650,7 +650,11 @@ def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: P
         assert prof["outside_legs_ms"] == pytest.approx(prof["search_ms"] - prof["legs_ms"])
         assert prof["read_hits_ms"] > 0
     assert "_dense_ids" in result["profiles"]["dense"]["functions"]
-    assert "_lexical_leg" not in result["profiles"]["dense"]["functions"]
+    assert "_lexical_ids" in result["profiles"]["lexical"]["functions"]
+    assert "_lexical_ids" not in result["profiles"]["dense"]["functions"]
+    # The lexical leg's time is the legs' (its parse and its scoring).
+    lexical = result["profiles"]["lexical"]
+    assert lexical["legs_ms"] >= lexical["functions"]["_lexical_ids"]["total_ms"]
     assert "_dense_ids" not in result["profiles"]["lexical"]["functions"]
     # The schema the peers ran on is gone, the collection stays (--reuse keeps it next time).
     assert db.execute("select to_regnamespace('pgsift_peers')").fetchone() == (None,)
