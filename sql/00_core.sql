@@ -4,7 +4,10 @@
 -- function pins search_path to pg_catalog, pg_temp and names everything else
 -- with its schema: sift.* for ours, @extschema:vector@.* for pgvector's (the
 -- installer writes the vector extension's schema there), so an object
--- another role plants in a schema on the caller's path is never called.
+-- another role plants in a schema on the caller's path is never called. The
+-- exceptions are the few tiny `language sql` helpers that must inline (a SET
+-- clause stops inlining; tests/test_migrate.py lists them as INLINED): they
+-- stay unpinned and name every function with its schema.
 -- Error codes (SQLSTATE class SF) are listed in docs/errors.md.
 
 create or replace function sift._is_operator(who name)
@@ -22,6 +25,36 @@ comment on function sift._is_operator(name) is
     'owner of schema sift) or is a superuser.';
 
 
+create or replace function sift._check_nesting(value jsonb, what text)
+returns void
+language plpgsql immutable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    -- How deep a filter or a document's metadata may nest (a value inside at most this
+    -- many objects and lists). Far past any real filter or metadata, and far inside what
+    -- PostgreSQL's default max_stack_depth (2 MB) lets sift.filter_path compile, one
+    -- PL/pgSQL call a level. The Python client refuses the same depth before sending
+    -- (MAX_JSON_DEPTH in python/pgsift/calls.py): change both together.
+    most constant integer := 64;
+begin
+    -- strict $.**{65} (most + 1): the values at that depth exactly; the walk stops there, so
+    -- even a document nested thousands deep costs no more stack than the limit. Each level
+    -- takes two characters at least ([]), so a short document needs no walk.
+    if pg_catalog.octet_length(value::text) > 2 * most
+       and pg_catalog.jsonb_path_exists(value, 'strict $.**{65}') then
+        raise exception '% nests more than % levels deep; filters and metadata nest at most % levels',
+            what, most, most
+            using errcode = 'SF003',
+                  hint = 'flatten it; a filter reaches into nested objects with dotted keys ({"a.b": 1})';
+    end if;
+end;
+$$;
+comment on function sift._check_nesting(jsonb, text) is
+    'Internal: SF003 naming the limit (64 levels) when a filter or metadata nests deeper, '
+    'checked without recursing past the limit.';
+
+
 create or replace function sift._tenant_for(who name)
 returns text
 language plpgsql stable security invoker
@@ -29,10 +62,12 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     bound  text := nullif(pg_catalog.current_setting('pgsift.tenant', true), '');
-    -- Bound in this very transaction (its start time): a value a session-level SET left
-    -- on a pooled connection in an earlier transaction never counts.
+    -- Bound in this very transaction (its start time) and in this database (as
+    -- sift.set_tenant marks it): a value a session-level SET left on a pooled connection in
+    -- an earlier transaction never counts, nor a mark made for another database.
     fresh  boolean := bound is not null and pg_catalog.current_setting('pgsift.tenant_txn', true)
-                                            = (extract(epoch from pg_catalog.now()))::text;
+                                            = (extract(epoch from pg_catalog.now()))::text || ' '
+                                              || pg_catalog.current_database();
     super  boolean := coalesce((select r.rolsuper from pg_catalog.pg_roles r where r.rolname = who), false);
     mapped text[];
 begin
@@ -106,7 +141,10 @@ begin
         raise exception 'tenant must be a name of 1 to 128 characters' using errcode = 'SF003';
     end if;
     perform pg_catalog.set_config('pgsift.tenant', tenant, true);
-    perform pg_catalog.set_config('pgsift.tenant_txn', (extract(epoch from pg_catalog.now()))::text, true);
+    -- The mark sift._tenant_for checks: this transaction's start and this database. (Roles
+    -- are the cluster's, settings the session's: a binding counts where it was made only.)
+    perform pg_catalog.set_config('pgsift.tenant_txn', (extract(epoch from pg_catalog.now()))::text || ' '
+                                                       || pg_catalog.current_database(), true);
     -- Refused here rather than at the first query: a role may bind only what
     -- sift.current_tenant will honour.
     bound := sift.current_tenant();
@@ -114,10 +152,12 @@ begin
 end;
 $$;
 comment on function sift.set_tenant(text) is
-    'Binds a tenant for the rest of this transaction (transaction-local, so safe behind a '
-    'transaction pooler): allowed for members of sift_gateway and the operator; a role mapped to '
-    'a tenant may only bind its own. Returns the tenant now in force. Call it in the same '
-    'transaction as the work: begin; select sift.set_tenant(''acme''); ...; commit.';
+    'Binds a tenant for the rest of this transaction in this database (transaction-local, so safe '
+    'behind a transaction pooler): allowed for members of sift_gateway and the operator; a role '
+    'mapped to a tenant may only bind its own. Returns the tenant now in force. Call it in the '
+    'same transaction as the work: begin; select sift.set_tenant(''acme''); ...; commit. Roles '
+    'are the cluster''s: a member of sift_gateway is a gateway in every database of the cluster '
+    'it may connect to (docs/trust.md).';
 
 
 create or replace function sift._collection(collection text)
@@ -160,6 +200,10 @@ declare
     dims  text;
 begin
     -- One name or several, never both: the same rule for every entry point.
+    -- One name (most searches): its collection, with nothing to compare.
+    if collection is not null and collections is null then
+        return array[sift._collection(collection)];
+    end if;
     if (collection is null) = (collections is null) then
         raise exception 'name the collection(s) to search: either collection => ''name'' or collections => array[...]'
             using errcode = 'SF003';
@@ -480,6 +524,27 @@ comment on function sift._documents_after_write() is
 create or replace trigger documents_after_write
     after insert or update of language on sift.documents
     for each row execute function sift._documents_after_write();
+
+
+create or replace function sift._documents_before_write()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Metadata nested past the limit is refused: a filter could not reach it, and a
+    -- client reading it back (Python's json, most JSON parsers) recurses once a level.
+    perform sift._check_nesting(new.metadata, pg_catalog.format('the metadata of document "%s"', new.source_uri));
+    return new;
+end;
+$$;
+comment on function sift._documents_before_write() is
+    'Trigger: refuses (SF003) a document whose metadata nests more than 64 levels deep '
+    '(sift._check_nesting).';
+
+create or replace trigger documents_before_write
+    before insert or update of metadata on sift.documents
+    for each row execute function sift._documents_before_write();
 
 
 create or replace function sift._sections_before_write()

@@ -20,6 +20,47 @@
 -- string). $ne, $nin and a field's $not also match documents without the
 -- field. Anything else (an unknown operator, an object where a value is
 -- due, an empty $in/$or) is SF003 naming where in the filter it is.
+--
+-- Limits, each SF003 naming it: 100,000 bytes of JSON; a list ($in, $nin,
+-- $and, $or, a field's list of values) of at most 10,000 items; nesting at
+-- most 64 levels (sift._check_nesting, which metadata obeys too). Terms are
+-- joined as a balanced tree (sift._filter_join), so the path PostgreSQL
+-- parses, runs and prints recursively is about log2(n) deep, not n: a long
+-- $in or $or never reaches max_stack_depth.
+
+
+create or replace function sift._filter_join(parts text[], op text)
+returns text
+language plpgsql immutable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    terms text[] := parts;
+    pairs text[];
+    n     integer;
+begin
+    -- Terms joined by op (' && ' or ' || ') as a balanced tree: PostgreSQL parses, runs
+    -- and prints a path recursively, and a chain of n terms is n levels deep (15,000
+    -- values of an $in overflowed the stack), a balanced tree about log2(n).
+    if cardinality(terms) = 0 then
+        return '(1 == 1)';
+    elsif cardinality(terms) <= 8 then
+        return '(' || pg_catalog.array_to_string(terms, op) || ')';   -- a short chain is harmless
+    end if;
+    while cardinality(terms) > 1 loop
+        pairs := '{}';
+        n := cardinality(terms);
+        for i in 1 .. n by 2 loop
+            pairs := pairs || case when i < n then '(' || terms[i] || op || terms[i + 1] || ')' else terms[i] end;
+        end loop;
+        terms := pairs;
+    end loop;
+    return '(' || terms[1] || ')';
+end;
+$$;
+comment on function sift._filter_join(text[], text) is
+    'Internal: path predicates joined by && or || as a balanced tree (log2(n) deep, so a long list '
+    'never reaches max_stack_depth); (1 == 1) for none.';
 
 
 create or replace function sift._filter_literal(value jsonb, at text)
@@ -72,10 +113,10 @@ begin
             if pg_catalog.jsonb_typeof(arg) <> 'array' or pg_catalog.jsonb_array_length(arg) = 0 then
                 raise exception '%.%: expected a non-empty list', at, op using errcode = 'SF003';
             end if;
-            parts := parts || format(case op when '$in' then 'exists(%s ? (%s))' else '!exists(%s ? (%s))' end, path,
-                (select pg_catalog.string_agg('@ == ' || sift._filter_literal(v.value, at || '.' || op), ' || '
-                                              order by v.o)
-                 from pg_catalog.jsonb_array_elements(arg) with ordinality as v(value, o)));
+            parts := parts || format(case op when '$in' then 'exists(%s ? %s)' else '!exists(%s ? %s)' end, path,
+                sift._filter_join(array(select '@ == ' || sift._filter_literal(v.value, at || '.' || op)
+                                        from pg_catalog.jsonb_array_elements(arg) with ordinality as v(value, o)
+                                        order by v.o), ' || '));
         when '$exists' then
             if pg_catalog.jsonb_typeof(arg) <> 'boolean' then
                 raise exception '%.$exists: expected true or false', at using errcode = 'SF003';
@@ -93,7 +134,7 @@ begin
                       hint = 'operators: $eq $ne $gt $gte $lt $lte $in $nin $exists $not; logic: $and $or $not';
         end case;
     end loop;
-    return '(' || pg_catalog.array_to_string(parts, ' && ') || ')';
+    return sift._filter_join(parts, ' && ');
 end;
 $$;
 comment on function sift._filter_field(text, jsonb, text) is
@@ -121,10 +162,10 @@ begin
             if pg_catalog.jsonb_typeof(v) <> 'array' or pg_catalog.jsonb_array_length(v) = 0 then
                 raise exception '%.%: expected a non-empty list of filters', at, k using errcode = 'SF003';
             end if;
-            parts := parts || ('(' || (select pg_catalog.string_agg(
-                        sift._filter_predicate(x.value, prefix, format('%s.%s[%s]', at, k, x.o - 1)),
-                        case k when '$and' then ' && ' else ' || ' end order by x.o)
-                     from pg_catalog.jsonb_array_elements(v) with ordinality as x(value, o)) || ')');
+            parts := parts || sift._filter_join(array(
+                        select sift._filter_predicate(x.value, prefix, format('%s.%s[%s]', at, k, x.o - 1))
+                        from pg_catalog.jsonb_array_elements(v) with ordinality as x(value, o)
+                        order by x.o), case k when '$and' then ' && ' else ' || ' end);
         elsif k = '$not' then
             parts := parts || ('!' || sift._filter_predicate(v, prefix, at || '.$not'));
         elsif k ~ '^\$' then
@@ -156,10 +197,7 @@ begin
             end if;
         end if;
     end loop;
-    if cardinality(parts) = 0 then
-        return '(1 == 1)';
-    end if;
-    return '(' || pg_catalog.array_to_string(parts, ' && ') || ')';
+    return sift._filter_join(parts, ' && ');
 end;
 $$;
 comment on function sift._filter_predicate(jsonb, text[], text) is
@@ -171,13 +209,36 @@ returns jsonpath
 language plpgsql immutable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    -- The most items one list of a filter holds: far past a real $in or $or, and each value
+    -- is tested against every candidate row of every leg. (Nesting: sift._check_nesting.)
+    most_items constant integer := 10000;
+    bytes      integer;
+    too_long   jsonb;
 begin
     -- Null or {}: no filter.
     if filter is null or filter = '{}'::jsonb then
         return null;
     end if;
-    if octet_length(filter::text) > 100000 then
-        raise exception 'filter has % bytes; at most 100,000', octet_length(filter::text) using errcode = 'SF003';
+    bytes := pg_catalog.octet_length(filter::text);
+    if bytes > 100000 then
+        raise exception 'filter has % bytes; at most 100,000', bytes using errcode = 'SF003';
+    end if;
+    -- Checked before compiling, which recurses once a level: nesting first, since the walk
+    -- for long lists descends as deep as the filter goes. A list's items take three
+    -- characters at least (1, ), so a shorter filter has no list to look for.
+    perform sift._check_nesting(filter, 'filter');
+    if bytes > 3 * most_items then
+        too_long := pg_catalog.jsonb_path_query_first(
+            filter, 'strict $.** ? (@.type() == "array" && @.size() > $most)',
+            pg_catalog.jsonb_build_object('most', most_items));
+    end if;
+    if too_long is not null then
+        raise exception 'filter has a list of % items; a filter''s list ($in, $nin, $and, $or, a field''s values) '
+                        'holds at most %', pg_catalog.to_char(pg_catalog.jsonb_array_length(too_long), 'FM999,999,999'),
+                        pg_catalog.to_char(most_items, 'FM999,999,999')
+            using errcode = 'SF003',
+                  hint = 'split the search, or give the documents a metadata key to filter on instead';
     end if;
     return sift._filter_predicate(filter, '{}', 'filter')::jsonpath;
 end;
@@ -186,4 +247,6 @@ comment on function sift.filter_path(jsonb) is
     'A metadata filter ({"year": {"$gte": 2020}}, {"$or": [...]}, ...; see sql/15_filters.sql) as '
     'the SQL/JSON path predicate every leg applies (jsonb_path_match_tz(metadata, path, ''{}'', '
     'true)); null for no filter. '
-    'SF003 naming where in the filter for an unknown operator or a malformed one.';
+    'SF003 naming where in the filter for an unknown operator or a malformed one, and naming the '
+    'limit for a filter past 100,000 bytes, a list of more than 10,000 items or nesting deeper '
+    'than 64 levels.';

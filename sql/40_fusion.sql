@@ -59,6 +59,8 @@ set search_path = pg_catalog, pg_temp
 -- per call re-planned the whole body). Leaf functions only: the setting holds for
 -- whatever a function calls.
 set plan_cache_mode = force_generic_plan
+-- Its details turn floats into JSON: a session's extra_float_digits must not cut them.
+set extra_float_digits = 1
 -- At most (legs x n) rows: a pool, never the 1,000 a function is guessed at.
 rows 100
 as $$
@@ -272,6 +274,8 @@ returns table (
     leg_details    jsonb)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
+-- leg_details turns floats into JSON: a session's extra_float_digits must not cut them.
+set extra_float_digits = 1
 as $$
 #variable_conflict use_column
 declare

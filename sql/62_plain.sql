@@ -29,6 +29,9 @@ set search_path = pg_catalog, pg_temp
 -- Planned once a session (PostgreSQL 18 caches SQL functions' plans): the
 -- arrays are tens of ids, never worth a plan of their own.
 set plan_cache_mode = force_generic_plan
+-- leg_details turns floats into JSON here: a session's extra_float_digits
+-- (one a pooler left behind) must not cut them.
+set extra_float_digits = 1
 rows 10
 as $$
     -- Fusion, finalize and the hits' text in one statement, for the stages a
@@ -135,6 +138,9 @@ set search_path = pg_catalog, pg_temp
 -- Planned once a session (PostgreSQL 18 caches SQL functions' plans): the
 -- arrays are tens of ids, never worth a plan of their own.
 set plan_cache_mode = force_generic_plan
+-- leg_details turns floats into JSON here: a session's extra_float_digits
+-- (one a pooler left behind) must not cut them.
+set extra_float_digits = 1
 rows 10
 as $$
     -- sift._plain_hits with the stages that rescale one chunk's score against

@@ -51,11 +51,16 @@ create or replace function sift._request_fingerprint(
 returns text
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
+set extra_float_digits = 1
+set IntervalStyle = postgres
 as $$
     -- What a page must continue: the same entry point, collections (and the
     -- vector space each searches), knobs in force (0.5 and 0.50, or a default
     -- stated, are one request), question, vector and filter. The page size
-    -- may change from page to page.
+    -- may change from page to page. The knobs' floats and durations become
+    -- text here, so their text forms are pinned (the SET clauses): a session
+    -- setting left on a pooled connection never makes a cursor "another
+    -- request's".
     select pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.jsonb_build_array(
                kind,
                (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array((cols[i]).collection_id,

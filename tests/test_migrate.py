@@ -5,6 +5,7 @@ same catalog either way; plus the rules every function in schema sift follows.""
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import threading
 import time
@@ -401,6 +402,18 @@ def test_every_function_pins_a_pg_catalog_first_path(db):
             assert paths == [], sig
             continue
         assert paths == ["pg_catalog, pg_temp"], (sig, config)
+
+
+def test_trust_md_names_every_unpinned_helper(db):
+    """docs/trust.md#search_path lists the helpers left unpinned so they inline: exactly INLINED."""
+    text = (ROOT / "docs" / "trust.md").read_text()
+    section = text[text.index("## search_path"):text.index("## Poolers and standbys")]
+    named = set(re.findall(r"`sift\.(\w+)`", section))
+    unpinned = {r[0] for r in db.execute(
+        "select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace "
+        "where n.nspname = 'sift' and p.proconfig is null").fetchall()}
+    assert unpinned == INLINED
+    assert named >= INLINED
 
 
 class _Calls(Visitor):

@@ -155,3 +155,22 @@ def test_plain_search_in_an_added_active_space(db, plain, client):
         got, want = _both(db, {"q": text, "e": vector, "n": 7, "f": Jsonb({}), "k": Jsonb({})})
         assert got == want
         assert all(h[0]["dense_space"] == "small" for h in got if h[0]["dense_rank"] is not None)
+
+
+def test_a_sessions_float_digits_never_cut_what_a_search_computes(db, plain):
+    """leg_details turns floats into JSON inside the search: a session's extra_float_digits
+    (one a pooler left behind) does not cut them, on the plain path or the staged one. (The
+    row's own float columns are written by the session's setting as they leave the server:
+    docs/trust.md says how to guard those.)"""
+    vector = "[" + ",".join(f"{x:.6f}" for x in unit(plain.normal(size=DIMS))) + "]"
+    details = """select (leg_details)::text from sift.search(collection => 'p', query_text => 'alpha bravo',
+                   query_embedding => %(e)s, match_count => 8, knobs => %(k)s) order by rank"""
+    for knobs in ({}, {"fusion": "dbsf"}):
+        params = {"e": vector, "k": Jsonb(knobs)}
+        want = db.execute(details, params).fetchall()
+        db.execute("set extra_float_digits = -15")
+        try:
+            assert db.execute(details, params).fetchall() == want, knobs
+        finally:
+            db.execute("reset extra_float_digits")
+        assert any(len(str(w)) > 120 for w in want)   # full digits there to cut

@@ -160,6 +160,45 @@ def test_garbage_left_on_a_pooled_connection_breaks_no_one(db, through, corpus):
     assert all(client.search("docs", text, embedding=vec).legs == ["dense", "lexical"] for text, vec in queries[:2])
 
 
+def test_session_settings_left_on_a_pooled_connection_change_no_answer(db, connect_as, through, corpus):
+    """extra_float_digits = -15 (every float cut to one digit, in the text sent and in the JSON a
+    function writes), IntervalStyle, TimeZone and DateStyle, left on the one server connection by
+    another client: the Python client's answers are a direct connection's to the bit (scores,
+    leg_details, explanations, page cursors, a collection's settings and knobs), whether it binds
+    a tenant or not, and what it pins for its transaction is not left behind."""
+    queries = _queries(4)
+
+    def answers(client: Client) -> list[object]:
+        out: list[object] = [client.list_collections(), client.knobs("docs")]
+        for text, vec in queries:
+            out.append(client.search("docs", text, embedding=vec, top_k=5).hits)
+            out.append(client.explain("docs", text, embedding=vec, top_k=5))
+            page = client.search_page("docs", text, embedding=vec, page_size=3)
+            following = client.search_page("docs", text, embedding=vec, page_size=3, cursor=page.cursor)
+            out.append((page.hits, following.hits))
+        return out
+
+    left = {"extra_float_digits": "-15", "IntervalStyle": "iso_8601", "TimeZone": "Asia/Kathmandu",
+            "DateStyle": "SQL, DMY"}
+    for user, tenant in (("postgres", None), ("t_gateway", "acme")):
+        expected = answers(Client(connect_as(user), tenant=tenant))
+        hits = expected[2]
+        assert isinstance(hits, list) and any(h.leg_details for h in hits)
+        assert any(x is not None and x != float(f"{x:.1g}")   # a float cut to one digit would show
+                   for h in hits for x in (h.score, h.dense_distance, h.lexical_score))
+        dirty = through(user)
+        for setting, value in left.items():
+            dirty.execute(f"set {setting} = '{value}'")
+        clean = through(user)   # the pool holds one server connection per user: the dirty one
+        shown = {setting: clean.execute(f"show {setting}").fetchone()[0] for setting in left}
+        # PgBouncer gives a client back its own DateStyle and TimeZone, but not the other two.
+        assert shown["extra_float_digits"] == "-15" and shown["IntervalStyle"] == "iso_8601"
+        assert shown["DateStyle"] != "SQL, DMY" and shown["TimeZone"] != "Asia/Kathmandu"
+        assert clean.execute("select 0.123456789::float8::text").fetchone() == ("0.1",)   # a raw query's
+        assert answers(Client(clean, tenant=tenant)) == expected, user
+        assert clean.execute("show extra_float_digits").fetchone() == ("-15",)   # pinned per transaction only
+
+
 def test_a_tenant_set_with_set_is_never_honoured_through_the_pooler(db, through, corpus):
     text, vec = _queries(1)[0]
     gateway = through("t_gateway")

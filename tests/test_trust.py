@@ -504,6 +504,80 @@ def test_a_binding_left_on_a_pooled_connection_is_never_inherited(db, connect_as
     assert [c.name for c in Client(gateway, tenant="globex").list_collections()] == ["globex-c"]
 
 
+def test_a_binding_counts_only_in_its_database(db, connect_as, postgresql_noproc):
+    """Roles are the cluster's, so sift_gateway's members are gateways in every database that installs
+    pgsift (docs/trust.md says to give each its own login roles and CONNECT); the binding itself is
+    marked with its transaction and database, and a mark made for another database never counts."""
+    Client(db, tenant="acme").create_collection("here", embedding_dims=4)
+    gateway = connect_as("t_gateway")
+    with gateway.transaction():
+        assert gateway.execute("select sift.set_tenant('acme')").fetchone() == ("acme",)
+        mark = gateway.execute("select current_setting('pgsift.tenant_txn')").fetchone()[0]
+        assert mark.endswith(" " + db.info.dbname)
+        assert [c.name for c in Client(gateway).list_collections()] == ["here"]
+    epoch = "extract(epoch from now())::text"
+    for forged, counts in ((f"{epoch} || ' other_database'", False), (epoch, False),
+                           (f"{epoch} || ' ' || current_database()", True)):
+        with gateway.transaction():
+            gateway.execute("select set_config('pgsift.tenant', 'acme', true)")
+            gateway.execute(f"select set_config('pgsift.tenant_txn', {forged}, true)")
+            if counts:   # what sift.set_tenant writes, and only a gateway (or the operator) may
+                assert gateway.execute("select sift.current_tenant()").fetchone() == ("acme",)
+                continue
+            with pytest.raises(psycopg.Error) as info:
+                gateway.execute("select sift.current_tenant()")
+            assert info.value.sqlstate == "SF010", forged
+    writer = connect_as("t_writer")   # the same mark from a role that may not bind is refused
+    with pytest.raises(psycopg.Error) as info, writer.transaction():
+        writer.execute("select set_config('pgsift.tenant', 'acme', true)")
+        writer.execute(f"select set_config('pgsift.tenant_txn', {epoch} || ' ' || current_database(), true)")
+        writer.execute("select sift.current_tenant()")
+    assert info.value.sqlstate == "SF010" and "may not choose a tenant" in info.value.diag.message_primary
+
+    # A second database of the same cluster, pgsift installed (from the tests' template).
+    other = f"{db.info.dbname}_other"
+    db.execute(f'create database "{other}" template "{postgresql_noproc.template_dbname}"')
+    try:
+        with psycopg.connect(host=db.info.host, port=db.info.port, dbname=other, user="postgres",
+                             autocommit=True) as there:
+            Client(there, tenant="acme").create_collection("there", embedding_dims=4)
+        # The same gateway role is a gateway there too, until CONNECT is taken from PUBLIC.
+        elsewhere = connect_as("t_gateway", dbname=other)
+        assert [c.name for c in Client(elsewhere, tenant="acme").list_collections()] == ["there"]
+        elsewhere.close()
+        db.execute(f'revoke connect on database "{other}" from public')
+        with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+            connect_as("t_gateway", dbname=other)
+    finally:
+        db.execute(f'drop database "{other}" with (force)')
+
+
+def test_what_a_tenant_can_and_cannot_see(db, connect_as):
+    """docs/trust.md#what-a-tenant-can-see, as a mapped reader of a tenant with no documents."""
+    client = Client(db, tenant="acme")
+    client.create_collection("docs", embedding_dims=DIMS)
+    client.upsert_documents("docs", random_documents(np.random.default_rng(3), 20, DIMS))
+    db.execute("analyze sift.documents")
+    db.execute("select sift.map_role('t_reader', 'globex')")
+    reader = connect_as("t_reader")
+    assert reader.execute("select count(*) from sift.documents").fetchone() == (0,)
+    # Visible: the shared tables' volumes (all tenants together) and the rows a policy filtered out.
+    assert reader.execute("select reltuples from pg_class where oid = 'sift.documents'::regclass").fetchone() == (20,)
+    assert reader.execute("select count(*) from pg_stat_user_tables where relid = 'sift.chunks'::regclass"
+                          ).fetchone() == (1,)
+    plan = "\n".join(r[0] for r in reader.execute(
+        "explain (analyze, costs off, timing off, summary off, buffers off) select * from sift.documents"))
+    assert "Rows Removed by Filter: 20" in plan
+    # Hidden: the column statistics (PostgreSQL hides them from a role a policy applies to) ...
+    assert db.execute("select count(*) > 0 from pg_stats where schemaname = 'sift' and tablename = 'documents'"
+                      ).fetchone() == (True,)
+    assert reader.execute("select count(*) from pg_stats where schemaname = 'sift' and tablename = 'documents'"
+                          ).fetchone() == (0,)
+    # ... and the shared sequences (no grant; writing takes an id all the same).
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        reader.execute("select last_value from sift.documents_document_id_seq")
+
+
 def test_a_role_without_grants_gets_nothing(db, connect_as):
     Client(db).create_collection("c", embedding_dims=4)
     nobody = connect_as("t_nobody")

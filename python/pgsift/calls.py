@@ -24,6 +24,11 @@ from .models import Candidate, Collection, Document, Hit, RerankerConfig, Sectio
 from .vectors import Vec, vec
 
 MAX_POOL = 1000   # sift.search's match_count bound
+# How deep a filter, metadata or knobs may nest (a value inside at most this many dicts and
+# lists): the database's limit (sift._check_nesting in sql/00_core.sql; change both together),
+# checked here before anything recurses that deep, so it is an InvalidArgument naming the limit,
+# never a RecursionError.
+MAX_JSON_DEPTH = 64
 
 
 def names(collection: str | Sequence[str]) -> list[str]:
@@ -66,9 +71,15 @@ def check_top_k(top_k: Any) -> int:
     return top_k
 
 
-def _json_value(value: Any, where: str) -> Any:
+def _json_value(value: Any, where: str, depth: int = 0, root: str | None = None) -> Any:
     """A Python value as JSON: timedeltas as PostgreSQL intervals, dates as ISO text, numpy
-    numbers and Decimals as numbers; NUL characters and non-finite numbers refused."""
+    numbers and Decimals as numbers; NUL characters, non-finite numbers and nesting deeper
+    than MAX_JSON_DEPTH refused (`depth`: the containers `value` is inside of `root`)."""
+    root = root or where
+    if isinstance(value, (Mapping, list, tuple)) and value and depth >= MAX_JSON_DEPTH:
+        raise InvalidArgument(f"{root} nests more than {MAX_JSON_DEPTH} levels deep; filters and metadata nest "
+                              f"at most {MAX_JSON_DEPTH} levels (flatten it; a filter reaches into nested objects with "
+                              'dotted keys ({"a.b": 1}))')
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, (float, np.floating)):
@@ -91,11 +102,17 @@ def _json_value(value: Any, where: str) -> Any:
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, Mapping):
-        return {check_text(str(k), f"a key of {where}"): _json_value(v, f"{where}.{k}") for k, v in value.items()}
+        return {check_text(str(k), f"a key of {where}"): _json_value(v, f"{where}.{k}", depth + 1, root)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_json_value(v, f"{where}[{i}]", depth + 1, root) for i, v in enumerate(value)]
     raise InvalidArgument(f"{where} must be JSON-like (a number, text, boolean, list or dict), "
                           f"got {type(value).__name__}")
+
+
+def json_arg(value: Any, where: str) -> Jsonb:
+    """Any JSON argument (golden questions' metadata...), checked as filters and metadata are."""
+    return Jsonb(_json_value(value, where))
 
 
 def knobs_json(knobs: Mapping[str, Any] | None) -> Jsonb:

@@ -140,15 +140,23 @@ class Client:
         if row is not None:
             vectors.register(conn, (row[0], row[1]))
 
+    def _begin(self, conn: psycopg.Connection[Any]) -> None:
+        """The first statement of each transaction (sent with its work, never a round trip of
+        its own): the client's tenant bound, when it binds one, and the session settings an
+        answer depends on pinned for the transaction (q.PIN_SETTINGS says which and why)."""
+        if self.tenant is not None:
+            conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+        else:
+            conn.execute(q.PIN_SETTINGS, prepare=False)
+
     @contextlib.contextmanager
     def transaction(self, source: Any = None) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction with the client's tenant bound, errors typed: for work this client
-        has no method for (pgsift.golden and pgsift.evaluation use it)."""
+        """One transaction with the client's tenant bound (and extra_float_digits pinned), errors
+        typed: for work this client has no method for (pgsift.golden and pgsift.evaluation use it)."""
         with self._connection(source) as conn:
             try:
                 with conn.transaction():
-                    if self.tenant is not None:
-                        conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+                    self._begin(conn)
                     yield conn
             except psycopg.Error as exc:
                 raise translate(exc) from exc
@@ -159,8 +167,7 @@ class Client:
         with self._connection() as conn:
             try:
                 with conn.pipeline(), conn.transaction():
-                    if self.tenant is not None:
-                        conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+                    self._begin(conn)
                     cur = conn.cursor(row_factory=dataclass_row(row)) if row else conn.cursor()
                     for query, params in steps:
                         cur.execute(query, params, prepare=False)
@@ -420,8 +427,7 @@ class Client:
 
     def _write_batch(self, batch: calls.Batch) -> list[int]:
         with self._connection() as conn, conn.transaction():
-            if self.tenant is not None:
-                conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+            self._begin(conn)
             return self._write_in(conn, batch)
 
     def _write_in(self, conn: psycopg.Connection[Any], batch: calls.Batch) -> list[int]:

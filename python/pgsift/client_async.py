@@ -138,15 +138,23 @@ class AsyncClient:
         if row is not None:
             vectors.register(conn, (row[0], row[1]))
 
+    async def _begin(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """The first statement of each transaction (sent with its work, never a round trip of
+        its own): the client's tenant bound, when it binds one, and the session settings an
+        answer depends on pinned for the transaction (q.PIN_SETTINGS says which and why)."""
+        if self.tenant is not None:
+            await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+        else:
+            await conn.execute(q.PIN_SETTINGS, prepare=False)
+
     @contextlib.asynccontextmanager
     async def transaction(self, source: Any = None) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """One transaction with the client's tenant bound, errors typed: for work this client
-        has no method for (pgsift.golden and pgsift.evaluation use it)."""
+        """One transaction with the client's tenant bound (and extra_float_digits pinned), errors
+        typed: for work this client has no method for (pgsift.golden and pgsift.evaluation use it)."""
         async with self._connection(source) as conn:
             try:
                 async with conn.transaction():
-                    if self.tenant is not None:
-                        await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+                    await self._begin(conn)
                     yield conn
             except psycopg.Error as exc:
                 raise translate(exc) from exc
@@ -157,8 +165,7 @@ class AsyncClient:
         async with self._connection() as conn:
             try:
                 async with conn.pipeline(), conn.transaction():
-                    if self.tenant is not None:
-                        await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+                    await self._begin(conn)
                     cur = conn.cursor(row_factory=dataclass_row(row)) if row else conn.cursor()
                     for query, params in steps:
                         await cur.execute(query, params, prepare=False)
@@ -418,8 +425,7 @@ class AsyncClient:
 
     async def _write_batch(self, batch: calls.Batch) -> list[int]:
         async with self._connection() as conn, conn.transaction():
-            if self.tenant is not None:
-                await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
+            await self._begin(conn)
             return await self._write_in(conn, batch)
 
     async def _write_in(self, conn: psycopg.AsyncConnection[Any], batch: calls.Batch) -> list[int]:

@@ -154,8 +154,10 @@ SQLSTATES: dict[str, Code] = {
     "25006": Code(ReadOnlyDatabase, "read_only_sql_transaction: a write on a standby or a read-only transaction"),
     "22003": Code(InvalidArgument, "numeric_value_out_of_range: a number too large for its type"),
     "22P02": Code(InvalidArgument, "invalid_text_representation: a malformed vector"),
+    "22000": Code(InvalidArgument, "data_exception: NaN or infinity in a vector (pgvector refuses it)"),
 }
 
+_NOT_FINITE = re.compile(r"^(NaN|infinite value) not allowed in (vector|halfvec|sparsevec)")
 _DIMS = re.compile(r"has (\d+) dimensions; collection .* expects (\d+)")
 _DOMAIN = re.compile(r"domain sift\.(\w+)")
 _KNOB_IN_MESSAGE = re.compile(r"^(?:invalid value for knob |unknown knob \")?(\w+)")
@@ -210,4 +212,6 @@ def translate(exc: psycopg.Error) -> Exception:
         return exc
     if state == "22P02":
         return InvalidArgument(f"malformed embedding: {message}") if "vector" in message else exc
+    if state == "22000":   # pgvector's input refuses NaN and infinity before any pgsift function runs
+        return InvalidArgument(f"malformed embedding: {message}") if _NOT_FINITE.search(message) else exc
     return SQLSTATES[state].error(full)

@@ -44,8 +44,8 @@ from typing import IO, Any
 import numpy as np
 import psycopg
 from psycopg.rows import class_row
-from psycopg.types.json import Jsonb
 
+from . import calls
 from . import queries as q
 from .client import Client
 from .errors import DimensionMismatch, GoldenSetExists, GoldenSetNotFound, InvalidArgument
@@ -219,8 +219,8 @@ def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
             where = f"{path}:{line_no}"
             try:
                 yield where, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidArgument(f"{where}: not JSON ({exc})") from exc
+            except (json.JSONDecodeError, RecursionError) as exc:   # (Python's parser recurses once a level)
+                raise InvalidArgument(f"{where}: not JSON or nested too deep ({exc})") from exc
 
 
 def read_jsonl(path: Path | str) -> tuple[dict[str, Any], list[Question]]:
@@ -504,7 +504,8 @@ def import_golden_set(client: Client, collection: str, name: str, questions: Ite
             row = cur.execute(q.INSERT_QUESTION, {
                 "golden_set_id": created[0], "question_key": question.key, "question": question.text,
                 "answerable": question.answerable, "embedding": vector,
-                "metadata": Jsonb(question.metadata or {})}, prepare=False).fetchone()
+                "metadata": calls.json_arg(dict(question.metadata or {}),
+                                           f"the metadata of question {question.key!r}")}, prepare=False).fetchone()
             assert row is not None
             if rows:
                 # One round trip, never a server-side prepared statement (transaction poolers).

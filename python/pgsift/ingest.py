@@ -206,6 +206,8 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None, progress: Progre
         try:
             row = json.loads(line)
             uri, content = row["source_uri"], row["content"]
+        except RecursionError as exc:   # Python's parser recurses once a level
+            raise InvalidArgument(f"{path}:{n}: nested too deep to parse") from exc
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise InvalidArgument(f"{path}:{n}: expected a JSON object with source_uri and content") from exc
         doc = docs.setdefault(uri, Document(source_uri=uri, title=row.get("title"), chunks=[],

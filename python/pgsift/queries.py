@@ -98,9 +98,22 @@ def _select(model: type, function: str, args: str) -> sql.Composed:
     return sql.SQL("select {} from " + function + "(" + args + ")").format(columns(model))
 
 
-# -- tenant --------------------------------------------------------------------------------
+# -- tenant and session settings ------------------------------------------------------------
+# Every transaction of the client starts with one of these, in the round trip of its work. A
+# pooled server connection may carry another client's session settings, and two of them change
+# an answer's values, not just their look: extra_float_digits (-15 cuts every float to one
+# digit, in the text the server sends and wherever a function turns a float into text or JSON:
+# Hit.leg_details, a collection's settings) and IntervalStyle (a duration's text: "30 days" or
+# "P30D"). The client pins both for its transaction, to the server's defaults. PgBouncer
+# restores neither for the next client; it gives each client back its own DateStyle, TimeZone,
+# client_encoding, standard_conforming_strings and application_name, which stay the
+# application's to set (docs/trust.md#poolers-and-standbys).
+_PIN = ("pg_catalog.set_config('extra_float_digits', '1', true), "
+        "pg_catalog.set_config('IntervalStyle', 'postgres', true)")
 
-SET_TENANT = "select sift.set_tenant(tenant => %(tenant)s::text)"
+PIN_SETTINGS = "select " + _PIN
+
+SET_TENANT = "select sift.set_tenant(tenant => %(tenant)s::text), " + _PIN
 
 CURRENT_TENANT = "select sift.current_tenant()"
 

@@ -121,6 +121,8 @@ def parse_settings(items: Sequence[str] | None) -> dict[str, Any]:
             raise InvalidArgument(f"--set takes knob=value, got {item!r}")
         try:
             knobs[name] = json.loads(value)
+        except RecursionError as exc:   # Python's parser recurses once a level
+            raise InvalidArgument(f"--set {name}: nested too deep") from exc
         except json.JSONDecodeError:
             knobs[name] = value.strip()
     return knobs
@@ -131,8 +133,8 @@ def parse_filter(text: str | None) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument(f"--filter is not valid JSON: {exc}") from exc
+    except (json.JSONDecodeError, RecursionError) as exc:   # (Python's parser recurses once a level)
+        raise InvalidArgument(f"--filter is not valid JSON or is nested too deep: {exc}") from exc
     if not isinstance(value, dict):
         raise InvalidArgument("--filter must be a JSON object, e.g. '{\"lang\": \"en\"}'")
     return value
