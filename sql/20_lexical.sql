@@ -432,10 +432,13 @@ as $$
                                 order by q.lexeme),
            pg_catalog.sum(d.df)::double precision
     from pg_catalog.unnest(_term_stats.terms) as q(lexeme)
+    -- (offset 0: one lookup a term; pulled up, the df was looked up again for
+    -- every aggregate that reads it.)
     cross join lateral (
         select coalesce((select t.df from sift.term_df t
                          where t.collection_id = _term_stats.collection_id and t.lexeme = q.lexeme), 0)
-             + coalesce((select pe.n from pending pe where pe.lexeme = q.lexeme), 0) as df) d
+             + coalesce((select pe.n from pending pe where pe.lexeme = q.lexeme), 0) as df
+        offset 0) d
     left join sift.term_lists l on l.collection_id = _term_stats.collection_id and l.lexeme = q.lexeme
     where d.df > 0
 $$;

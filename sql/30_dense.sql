@@ -55,11 +55,12 @@ as $$
         dims,
         sift._distance_operator(distance),
         -- filtered null: a filter when $3 is one (a walk function's statement,
-        -- planned once for both).
+        -- planned once for both). A scalar lookup of the chunk's document: as
+        -- exists, the generic plan hashed every document of the tenant to test
+        -- a chunk against them.
         case when filtered is null then
-            'and ($3 is null or exists (select 1 from sift.documents d '
-            'where d.document_id = c.document_id '
-            'and pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true)))'
+            'and ($3 is null or coalesce((select pg_catalog.jsonb_path_match_tz(d.metadata, $3, ''{}'', true) '
+            'from sift.documents d where d.document_id = c.document_id), false))'
              when filtered then
             'and exists (select 1 from sift.documents d '
             'where d.document_id = c.document_id '

@@ -44,7 +44,19 @@ as $$
     -- Every expression is the staged pipeline's own (sift.rrf,
     -- sift._finalize, sift._hits): a chunk scores the same float and lands
     -- in the same place on both paths.
-    with p as materialized (
+    with f as materialized (
+        -- Weighted RRF (sift.rrf; subnormal weights count as 0). Materialized:
+        -- the chunks are then looked up by a plain column, which row-level
+        -- security lets into the index (through the full join's coalesce it
+        -- is no index condition under a policy, and the pool was hashed
+        -- against a scan of every chunk of the tenant).
+        select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
+               coalesce(case when w < 2.2250738585072014e-308 then 0 else w end / (knobs.rrf_k + d.r), 0)
+               + coalesce(case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end
+                          / (knobs.rrf_k + l.r), 0) as s
+        from pg_catalog.unnest(dense_ids) with ordinality as d(id, r)
+        full join pg_catalog.unnest(lexical_ids) with ordinality as l(id, r) on l.id = d.id
+    ), p as materialized (
         -- The pool in fused order, each chunk with its document (the cap) and
         -- page (one translation). Narrow rows: the text is read for the kept
         -- hits alone.
@@ -52,13 +64,7 @@ as $$
                (pg_catalog.row_number() over (order by f.s desc, f.id))::integer as pool_rank,
                case when f.s < 1e-200 then 0 else f.s end as base,
                case when knobs.one_translation then sift._page_key(d.source_uri, d.metadata, l.lang) end as page
-        from (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
-                     -- Weighted RRF (sift.rrf; subnormal weights count as 0).
-                     coalesce(case when w < 2.2250738585072014e-308 then 0 else w end / (knobs.rrf_k + d.r), 0)
-                     + coalesce(case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end
-                                / (knobs.rrf_k + l.r), 0) as s
-              from pg_catalog.unnest(dense_ids) with ordinality as d(id, r)
-              full join pg_catalog.unnest(lexical_ids) with ordinality as l(id, r) on l.id = d.id) f
+        from f
         join sift.chunks c on c.chunk_id = f.id
         join sift.documents d on d.document_id = c.document_id
         cross join lateral (select sift._language(d.language) as lang) l
@@ -146,7 +152,15 @@ as $$
     -- sift._plain_hits with the stages that rescale one chunk's score against
     -- another's: recency, the weight of another language than the question's
     -- and the score threshold (on the fused score, before the others).
-    with p as materialized (
+    with f as materialized (
+        -- Weighted RRF, materialized (sift._plain_hits says why).
+        select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
+               coalesce(case when w < 2.2250738585072014e-308 then 0 else w end / (knobs.rrf_k + d.r), 0)
+               + coalesce(case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end
+                          / (knobs.rrf_k + l.r), 0) as s
+        from pg_catalog.unnest(dense_ids) with ordinality as d(id, r)
+        full join pg_catalog.unnest(lexical_ids) with ordinality as l(id, r) on l.id = d.id
+    ), p as materialized (
         -- The pool in fused order, each chunk with what the ranking knobs
         -- weigh: its document (the cap), language, page (one translation) and
         -- recency factor.
@@ -166,13 +180,7 @@ as $$
                              pg_catalog.now(), knobs.recency_half_life,
                              knobs.recency_weight + coalesce(knobs.recency_bias, 0)
                              * (knobs.recency_ceiling - knobs.recency_weight)) end as factor
-        from (select coalesce(d.id, l.id) as id, d.r as dr, l.r as lr,
-                     -- Weighted RRF (sift.rrf; subnormal weights count as 0).
-                     coalesce(case when w < 2.2250738585072014e-308 then 0 else w end / (knobs.rrf_k + d.r), 0)
-                     + coalesce(case when 1 - w < 2.2250738585072014e-308 then 0 else 1 - w end
-                                / (knobs.rrf_k + l.r), 0) as s
-              from pg_catalog.unnest(dense_ids) with ordinality as d(id, r)
-              full join pg_catalog.unnest(lexical_ids) with ordinality as l(id, r) on l.id = d.id) f
+        from f
         join sift.chunks c on c.chunk_id = f.id
         join sift.documents d on d.document_id = c.document_id
         cross join lateral (select sift._language(d.language) as lang) l
