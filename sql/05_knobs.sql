@@ -252,25 +252,178 @@ comment on function sift._resolve_knobs(sift.collections, jsonb) is
     'in the call, the set kept on the collection''s row; with some, theirs cast onto it).';
 
 
+create or replace function sift._tenant_ceilings(tenant text)
+returns jsonb
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The tenant's row over the default one (tenant null), value by value, as
+    -- one object: the knobs' ceilings by name, match_count, call_time_limit in
+    -- seconds (a number: no session setting changes its text). Null: none.
+    select nullif(pg_catalog.jsonb_strip_nulls(
+               coalesce(d.knob_ceilings, '{}') || coalesce(t.knob_ceilings, '{}')
+               || pg_catalog.jsonb_build_object(
+                      'match_count', coalesce(t.max_match_count, d.max_match_count),
+                      'call_time_limit', extract(epoch from coalesce(t.call_time_limit, d.call_time_limit)))),
+           '{}'::jsonb)
+    from (values (1)) as one(x)
+    left join sift.tenant_limits d on d.tenant is null
+    left join sift.tenant_limits t on t.tenant = _tenant_ceilings.tenant
+$$;
+comment on function sift._tenant_ceilings(text) is
+    'Internal: a tenant''s ceilings in force (sift.tenant_limits: its row over the default row): knob '
+    'names, match_count and call_time_limit (seconds), as kept on its collections'' rows; null: none.';
+
+
+create or replace function sift._limit_exceeded(what text, value text, ceiling text, tenant text,
+                                                limit_name text default null)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The limit's name (a knob's, or the column of sift.tenant_limits) is the
+    -- error's constraint, the ceiling its detail: the client reads both.
+    raise exception '% % is above the ceiling of % for tenant "%"', what, value, ceiling, tenant
+        using errcode = 'SF015', constraint = coalesce(limit_name, what), detail = ceiling,
+              hint = 'ask for less; the operator sets the ceilings (sift.tenant_limits)';
+end;
+$$;
+comment on function sift._limit_exceeded(text, text, text, text, text) is
+    'Internal: raises SF015 for a value above a tenant''s ceiling (sift.tenant_limits), naming the '
+    'limit (also as the error''s constraint: limit_name, else what) and the ceiling (its detail).';
+
+
+create or replace function sift._apply_ceilings(knobs sift.knob_set, ceilings jsonb, given jsonb, tenant text)
+returns sift.knob_set
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    k    record;
+    vals jsonb;
+begin
+    -- A knob given (a call's, or a stored value just set) above its ceiling is
+    -- refused, naming it; one that is not (a default, or a value stored
+    -- before the ceiling came) is held at the ceiling.
+    if ceilings is null then
+        return knobs;
+    end if;
+    vals := pg_catalog.to_jsonb(knobs);
+    for k in
+        select e.key, e.value as top, vals -> e.key as v
+        from pg_catalog.jsonb_each(ceilings) e
+        where pg_catalog.jsonb_typeof(vals -> e.key) = 'number' and (vals -> e.key)::numeric > e.value::numeric
+    loop
+        if given ? k.key then
+            perform sift._limit_exceeded(k.key, k.v::text, k.top::text, tenant);
+        end if;
+        knobs := pg_catalog.jsonb_populate_record(knobs, pg_catalog.jsonb_build_object(k.key, k.top));
+    end loop;
+    return knobs;
+end;
+$$;
+comment on function sift._apply_ceilings(sift.knob_set, jsonb, jsonb, text) is
+    'Internal: a resolved knob set within a tenant''s knob ceilings (sift._tenant_ceilings): a knob in '
+    'given above its ceiling is SF015; any other is held at the ceiling.';
+
+
+create or replace function sift._within_ceilings(cols sift.collections[], match_count integer)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    c sift.collections;
+begin
+    -- The hits a call asks for against its tenant's max_match_count (kept on
+    -- each collection's row: no lookup).
+    foreach c in array coalesce(cols, '{}') loop
+        if match_count > (c.ceilings ->> 'match_count')::integer then
+            perform sift._limit_exceeded('match_count', match_count::text, c.ceilings ->> 'match_count', c.tenant,
+                                         'max_match_count');
+        end if;
+    end loop;
+end;
+$$;
+comment on function sift._within_ceilings(sift.collections[], integer) is
+    'Internal: SF015 when match_count is above the max_match_count of the collections'' tenant '
+    '(sift.tenant_limits).';
+
+
+create or replace function sift._check_deadline(stage text)
+returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    armed text := pg_catalog.current_setting('pgsift.deadline', true);
+begin
+    -- A search's time limit (call_time_limit), armed by sift._resolve_all as
+    -- "deadline|limit" in epoch seconds: checked by the stages between their
+    -- steps (a function cannot arm statement_timeout for its own statement).
+    if armed is null or armed = '' then
+        return;
+    end if;
+    if extract(epoch from pg_catalog.clock_timestamp()) > pg_catalog.split_part(armed, '|', 1)::numeric then
+        raise exception 'the search ran past its time limit of % s (call_time_limit) in %',
+            pg_catalog.split_part(armed, '|', 2), stage
+            using errcode = 'SF015', constraint = 'call_time_limit', detail = pg_catalog.split_part(armed, '|', 2),
+                  hint = 'ask for less work (fewer hits, a smaller fetch_k, lexical_budget or pool); the operator '
+                         'sets the limit (sift.tenant_limits)';
+    end if;
+end;
+$$;
+comment on function sift._check_deadline(text) is
+    'Internal: SF015 (call_time_limit) when the search running has passed the time limit '
+    'sift._resolve_all armed for it; nothing when none is armed. The stages call it between steps.';
+
+
 create or replace function sift._resolve_all(cols sift.collections[], knobs jsonb)
 returns sift.knob_set[]
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    call jsonb := sift._check_knobs(knobs, array['call', 'both'],
-                                    array(select (c).name::text from unnest(cols) c), 'knobs');
+    call  jsonb := sift._check_knobs(knobs, array['call', 'both'],
+                                     array(select (c).name::text from unnest(cols) c), 'knobs');
+    ks    sift.knob_set[];
+    c     sift.collections;
+    secs  double precision;
 begin
     -- A threshold given in the call is the caller's own: never "calibrated for
     -- another reranker" (sift._finalize skips those).
     if call ? 'score_threshold' then
         call := call || '{"threshold_reranker": null}';
     end if;
-    return array(select sift._resolve_knobs(cols[i], call) from generate_subscripts(cols, 1) as i order by i);
+    ks := array(select sift._resolve_knobs(cols[i], call) from generate_subscripts(cols, 1) as i order by i);
+    -- The tenant's ceilings, kept on each collection's row (no lookup): the
+    -- call's own knobs above them are refused (stored ones were checked when
+    -- stored and are held at the ceiling since), and the search's time limit
+    -- is armed, transaction-local, for the stages to check.
+    for i in 1 .. coalesce(cardinality(cols), 0) loop
+        c := cols[i];
+        if c.ceilings is not null then
+            if call <> '{}' or c.resolved_from is distinct from c.knobs then
+                ks[i] := sift._apply_ceilings(ks[i], c.ceilings, call, c.tenant);
+            end if;
+            secs := least(secs, (c.ceilings ->> 'call_time_limit')::double precision);
+        end if;
+    end loop;
+    if secs is not null then
+        perform pg_catalog.set_config('pgsift.deadline',
+                                      (extract(epoch from pg_catalog.clock_timestamp()) + secs::numeric)::text
+                                      || '|' || secs::text, true);
+    elsif pg_catalog.current_setting('pgsift.deadline', true) <> '' then
+        perform pg_catalog.set_config('pgsift.deadline', '', true);
+    end if;
+    return ks;
 end;
 $$;
 comment on function sift._resolve_all(sift.collections[], jsonb) is
-    'Internal: checks a call''s knobs once and resolves them for each collection searched, in order.';
+    'Internal: checks a call''s knobs once and resolves them for each collection searched, in order; '
+    'a knob above its tenant''s ceiling is SF015, and the tenant''s call_time_limit is armed for '
+    'sift._check_deadline.';
 
 
 create or replace function sift._stored_knob(col sift.collections, name text)
@@ -334,11 +487,13 @@ begin
     if knobs.collection is not null then
         col := sift._collection(knobs.collection);
         call := sift._check_knobs(knobs.knobs, array['call', 'both'], array[col.name::text], 'knobs');
-        resolved := to_jsonb(sift._resolve_knobs(col, call));
+        resolved := to_jsonb(sift._apply_ceilings(sift._resolve_knobs(col, call), col.ceilings, call, col.tenant));
     end if;
     return query
     select d.name, coalesce(nullif(format_type(t.typbasetype, t.typtypmod), '-'), d.type::text),
-           d.default_value, sift._allowed(d.type), d.can_be_off, d.off_value, d.scope, d.stage, d.meaning,
+           d.default_value,
+           sift._allowed(d.type) || coalesce(' (at most ' || (col.ceilings -> d.name)::text || ' for this tenant)', ''),
+           d.can_be_off, d.off_value, d.scope, d.stage, d.meaning,
            resolved -> d.name,
            case when col.collection_id is null then null
                 when call ? d.name then 'call'
@@ -353,7 +508,8 @@ comment on function sift.knobs(text, jsonb) is
     'Every knob: its name, type, default, allowed values (its domain''s CHECK), whether null can '
     'switch it off and what off means, scope (collection: stored only; call: per call only; both), '
     'the stage that reads it, and what it does. With a collection (and optional per-call knobs): '
-    'also the value in force and where it comes from (default, collection, call). Read-only.';
+    'also the value in force and where it comes from (default, collection, call), and in allowed '
+    'the tenant''s ceiling where the operator set one. Read-only.';
 
 
 create or replace function sift._collections_before_write()
@@ -387,14 +543,25 @@ begin
     end if;
     -- Cast every value to its domain now (a bad value never stores), and keep
     -- the result: a search that sets no knob reads it rather than merging.
-    new.resolved_knobs := sift._merge_knobs(new.knobs, new.name, '{}');
+    -- Within the tenant's ceilings, kept on the row: a value stored now above
+    -- its ceiling is refused (SF015), one stored before the ceiling came is
+    -- searched with the ceiling.
+    new.ceilings := sift._tenant_ceilings(new.tenant);
+    new.resolved_knobs := sift._apply_ceilings(
+        sift._merge_knobs(new.knobs, new.name, '{}'), new.ceilings,
+        case when tg_op = 'INSERT' then new.knobs
+             else (select coalesce(pg_catalog.jsonb_object_agg(e.key, e.value), '{}')
+                   from pg_catalog.jsonb_each(new.knobs) e
+                   where old.knobs -> e.key is distinct from e.value) end,
+        new.tenant);
     new.resolved_from := new.knobs;
     return new;
 end;
 $$;
 comment on function sift._collections_before_write() is
-    'Trigger: a collection''s stored knobs are checked and cast before they store, and the resolved '
-    'set kept on the row (resolved_knobs); changing its '
+    'Trigger: a collection''s stored knobs are checked and cast before they store (a value set above '
+    'its tenant''s ceiling is SF015), and the resolved set, within the ceilings, kept on the row '
+    '(resolved_knobs, ceilings); changing its '
     'reranker clears a score threshold calibrated for another, and a threshold set by hand '
     'forgets the reranker it was calibrated for.';
 
@@ -413,19 +580,26 @@ declare
     changed integer;
 begin
     -- The resolved set kept on each collection's row, made again where the
-    -- definitions, presets or domains changed under it (a row that already
-    -- holds what a merge gives is left alone: nothing is locked or written).
+    -- definitions, presets, domains or its tenant's ceilings changed under it
+    -- (a row that already holds what a merge gives is left alone: nothing is
+    -- locked or written).
     update sift.collections c
     set knobs = c.knobs   -- the row's trigger merges it again
-    where c.resolved_from is distinct from c.knobs
-       or c.resolved_knobs::text is distinct from sift._merge_knobs(c.knobs, c.name, '{}')::text;
+    from (select x.collection_id, sift._tenant_ceilings(x.tenant) as ceilings
+          from sift.collections x) t
+    where t.collection_id = c.collection_id
+      and (c.resolved_from is distinct from c.knobs
+           or c.ceilings is distinct from t.ceilings
+           or c.resolved_knobs::text is distinct from
+              sift._apply_ceilings(sift._merge_knobs(c.knobs, c.name, '{}'), t.ceilings, '{}', c.tenant)::text);
     get diagnostics changed = row_count;
     return changed;
 end;
 $$;
 comment on function sift._refresh_resolved_knobs() is
     'Internal: merges again the resolved knobs kept on every collection whose set no longer matches '
-    'the knob definitions (run when those change and on every migrate); returns how many changed.';
+    'the knob definitions or its tenant''s ceilings (run when those change and on every migrate); '
+    'returns how many changed.';
 
 
 create or replace function sift._knob_definitions_changed()
@@ -439,14 +613,62 @@ begin
 end;
 $$;
 comment on function sift._knob_definitions_changed() is
-    'Trigger: a knob''s definition or a preset changed, so every collection''s resolved knobs are '
-    'merged again.';
+    'Trigger: a knob''s definition, a preset or a tenant''s ceilings changed, so every collection''s '
+    'resolved knobs (and ceilings) are merged again.';
 
 create or replace trigger knob_defs_changed
     after insert or update or delete or truncate on sift.knob_defs
     for each statement execute function sift._knob_definitions_changed();
 create or replace trigger knob_presets_changed
     after insert or update or delete or truncate on sift.knob_presets
+    for each statement execute function sift._knob_definitions_changed();
+
+create or replace function sift._tenant_limits_before_write()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    k   record;
+begin
+    -- A knob ceiling names a numeric knob and is a value of its domain (the
+    -- value a knob above it is held at).
+    for k in
+        select e.key, e.value, d.name,
+               coalesce(nullif(b.typbasetype, 0), b.oid) as base
+        from pg_catalog.jsonb_each(new.knob_ceilings) e
+        left join sift.knob_defs d on d.name = e.key
+        left join pg_catalog.pg_type b on b.oid = d.type
+    loop
+        if k.name is null then
+            perform sift._unknown_knob(k.key, 'knob_ceilings');
+        end if;
+        if (select t.typcategory from pg_catalog.pg_type t where t.oid = k.base) <> 'N'
+           or pg_catalog.jsonb_typeof(k.value) <> 'number' then
+            raise exception 'knob_ceilings: % takes no ceiling (a ceiling is a number, for a numeric knob)', k.key
+                using errcode = 'SF009';
+        end if;
+        begin
+            perform pg_catalog.jsonb_populate_record(null::sift.knob_set, pg_catalog.jsonb_build_object(k.key, k.value));
+        exception when data_exception or integrity_constraint_violation then
+            raise exception 'knob_ceilings: % is not a value of knob % (%)', k.value, k.key,
+                sift._allowed((select d.type from sift.knob_defs d where d.name = k.key))
+                using errcode = 'SF009';
+        end;
+    end loop;
+    return new;
+end;
+$$;
+comment on function sift._tenant_limits_before_write() is
+    'Trigger: each knob ceiling of sift.tenant_limits names a numeric knob and is a value of its '
+    'domain (SF009 otherwise).';
+
+create or replace trigger tenant_limits_before_write
+    before insert or update on sift.tenant_limits
+    for each row execute function sift._tenant_limits_before_write();
+
+create or replace trigger tenant_limits_changed
+    after insert or update or delete or truncate on sift.tenant_limits
     for each statement execute function sift._knob_definitions_changed();
 
 -- Every migrate: a migration may have changed a definition, a domain or the

@@ -84,6 +84,26 @@ comment on function sift._set_search_vector_storage(integer) is
     'others get a notice. Run by the index builders as the table''s owner; granted to no role.';
 
 
+create or replace function sift._dense_index_missing(dims integer, distance text, added_only boolean)
+returns boolean
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The shared HNSW indexes of a (dimension, distance) that
+    -- sift._ensure_dense_index builds, by name: on sift.chunks (unless only
+    -- added spaces have the size), sift.chunk_vectors and sift.question_vectors.
+    select exists (select 1
+                   from pg_catalog.unnest(array['chunks', 'chunk_vectors', 'question_vectors']) with ordinality
+                        as t(name, i)
+                   where (t.i > 1 or not added_only)
+                     and pg_catalog.to_regclass(pg_catalog.format('sift.%I', pg_catalog.format('%s_hnsw_%s_%s',
+                                                                  t.name, distance, dims))) is null)
+$$;
+comment on function sift._dense_index_missing(integer, text, boolean) is
+    'Internal: whether a shared HNSW index of this (dimension, distance) that sift._ensure_dense_index '
+    'builds is missing (added_only: those an added space needs).';
+
+
 create or replace function sift._ensure_dense_index(dims integer, distance sift.distance,
                                                     added_only boolean default false)
 returns text
@@ -103,12 +123,12 @@ declare
     tables  text[] := array['chunks', 'chunk_vectors', 'question_vectors'];
     names   text[] := array[index_name, format('chunk_vectors_hnsw_%s_%s', distance, dims),
                             format('question_vectors_hnsw_%s_%s', distance, dims)];
+    saved   text := pg_catalog.current_setting('lock_timeout');
 begin
     -- SECURITY DEFINER (one of six; tests/test_migrate.py lists them): an
-    -- index on the shared chunks table can only be created by its owner, and
-    -- collection admins create collections. Its arguments are an integer, a
-    -- checked domain and a boolean, and everything in the statement is
-    -- qualified.
+    -- index on the shared chunks table can only be created by its owner. Its
+    -- arguments are an integer, a checked domain and a boolean, and
+    -- everything in the statement is qualified.
     if dims is null or dims not between 1 and 4000 or opclass is null then
         raise exception 'no HNSW index for % dimensions and distance %', dims, distance using errcode = 'SF003';
     end if;
@@ -116,6 +136,24 @@ begin
         raise exception 'embeddings of % dimensions need pgvector 0.7 or later (halfvec)', dims
             using errcode = 'SF003';
     end if;
+    -- Building one locks the shared table against every tenant's writes until
+    -- the transaction ends, which a tenant's admin could keep open: only the
+    -- operator's session builds (a tenant's collection of a new size is a
+    -- request, sift.index_requests). Anyone may have it make the walk
+    -- functions of a size whose indexes are all there (no DDL on the tables).
+    if sift._dense_index_missing(dims, distance, added_only) and not sift._is_operator(session_user) then
+        raise exception 'an HNSW index on the shared tables is the operator''s to build (% dimensions, %)',
+            dims, distance
+            using errcode = '42501',
+                  hint = 'a collection or vector space of this size queues it (sift.index_requests); the operator''s '
+                         'select sift.ensure_dense_indexes() builds it';
+    end if;
+    -- Behind a long write, wait at most a second (or the caller's shorter
+    -- lock_timeout) rather than queue every tenant's writes behind the build:
+    -- lock_not_available, and the caller queues it for later.
+    perform pg_catalog.set_config('lock_timeout',
+                                  case when saved::interval > '0'::interval and saved::interval < '1s'::interval
+                                       then saved else '1s' end, true);
     -- One partial index per (dimension, distance) on the chunks (the built-in
     -- spaces) and one on sift.chunk_vectors (the added spaces): pgvector needs a
     -- fixed dimension to index, and the predicate keeps other dimensions out.
@@ -132,6 +170,7 @@ begin
                 names[i], tables[i], kind, dims, opclass, dims);
         end if;
     end loop;
+    perform pg_catalog.set_config('lock_timeout', saved, true);
     if not added_only then
         perform sift._set_search_vector_storage(dims);
     end if;
@@ -144,8 +183,10 @@ comment on function sift._ensure_dense_index(integer, sift.distance, boolean) is
     'Internal, writes: creates the partial HNSW indexes for one (dimension, distance) if missing, '
     'on sift.chunks, sift.chunk_vectors and sift.question_vectors (halfvec past 2,000 dimensions, up to 4,000; '
     'added_only: only the latter, for an added space); past 1,024 dimensions on sift.chunks, keeps '
-    'search vectors out of line (sift._set_search_vector_storage). '
-    'Security definer (the owner of sift.chunks builds indexes on it); granted to sift_admin only.';
+    'search vectors out of line (sift._set_search_vector_storage); then the walk functions. Builds '
+    'only in the operator''s session (42501 for anyone else when an index is missing), waiting at '
+    'most 1 s for each table (lock_not_available). Security definer (the owner of sift.chunks builds '
+    'indexes on it); granted to sift_admin only.';
 
 
 create or replace function sift._space_dedicated(space sift.vector_spaces)
@@ -276,9 +317,11 @@ begin
     -- stays for sift.ensure_dense_indexes. It must see every tenant's spaces
     -- to drop only what no space names: row_security off makes a policy that
     -- would hide some an error instead.
-    if only_index is null and not sift._is_operator(session_user) then
-        raise exception 'only the operator sweeps every orphaned index (sift.ensure_dense_indexes)'
-            using errcode = '42501';
+    -- Only the operator's session: a dropped index's table stays locked against
+    -- every tenant's searches and writes until the transaction ends.
+    if not sift._is_operator(session_user) then
+        raise exception 'only the operator drops indexes on the shared tables (sift.ensure_dense_indexes sweeps '
+                        'orphaned ones)' using errcode = '42501';
     end if;
     perform pg_catalog.set_config('lock_timeout', '100ms', true);
     for idx in
@@ -310,46 +353,225 @@ $$;
 comment on function sift._drop_orphan_indexes(text) is
     'Internal, writes: drops the own HNSW indexes of vector spaces that no longer exist (only_index: '
     'just that one), each waiting at most 100 ms for its table (one in use is left for '
-    'sift.ensure_dense_indexes); returns those dropped. Security definer (the owner drops indexes '
-    'on the shared tables); granted to sift_admin only.';
+    'sift.ensure_dense_indexes); returns those dropped. Only in the operator''s session (42501). '
+    'Security definer (the owner drops indexes on the shared tables); granted to sift_admin only.';
+
+
+create or replace function sift._request_dense_index(space sift.vector_spaces)
+returns boolean
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- A new vector space (the guard trigger asks, for every insert) of a size
+    -- whose shared index is missing, made by anyone but the operator: a
+    -- request for the operator's build rather than a build that would lock
+    -- every tenant's writes (sift.index_requests' trigger holds the tenant to
+    -- its limits). A size with its index needs nothing.
+    if sift._space_dedicated(space) or sift._is_operator(current_user)
+       or not sift._dense_index_missing(space.dimensions, space.distance, not space.builtin) then
+        return false;
+    end if;
+    if space.dimensions > 2000 and pg_catalog.to_regtype('@extschema:vector@.halfvec') is null then
+        raise exception 'embeddings of % dimensions need pgvector 0.7 or later (halfvec)', space.dimensions
+            using errcode = 'SF003';
+    end if;
+    insert into sift.index_requests (tenant, dimensions, distance, builtin)
+    select c.tenant, space.dimensions, space.distance, space.builtin
+    from sift.collections c where c.collection_id = space.collection_id
+    on conflict (tenant, dimensions, distance, builtin) do nothing;
+    return true;
+end;
+$$;
+comment on function sift._request_dense_index(sift.vector_spaces) is
+    'Internal, writes: records that a new vector space needs a shared HNSW index the operator has '
+    'not built (sift.index_requests; SF015 past the tenant''s limits); false when nothing is needed '
+    '(the index is there, the space has its own, or the operator builds it now).';
+
+
+create or replace function sift._index_requests_before_insert()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    most_shapes   integer;
+    most_waiting  integer;
+    shapes        integer;
+    waiting       integer;
+begin
+    -- Who asked and when are the database's to say; the operator's own
+    -- requests (a build the table was too busy for) know no limit.
+    new.requested_by := current_user;
+    new.requested_at := pg_catalog.now();
+    if sift._is_operator(current_user) then
+        return new;
+    end if;
+    new.built_at := null;
+    -- One request of a tenant at a time, so two cannot both pass the count.
+    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgsift.index_requests:' || new.tenant, 0));
+    -- (4 shapes, 2 waiting where no row says.)
+    select coalesce(t.max_index_shapes, d.max_index_shapes, 4), coalesce(t.max_index_requests, d.max_index_requests, 2)
+    into most_shapes, most_waiting
+    from (values (1)) as one(x)
+    left join sift.tenant_limits d on d.tenant is null
+    left join sift.tenant_limits t on t.tenant = new.tenant;
+    select count(*) into shapes
+    from (select r.dimensions, r.distance::text from sift.index_requests r where r.tenant = new.tenant
+          union select new.dimensions, new.distance::text) x;
+    select count(*) into waiting
+    from (select r.dimensions, r.distance::text from sift.index_requests r
+          where r.tenant = new.tenant and r.built_at is null
+          union select new.dimensions, new.distance::text) x;
+    if shapes > most_shapes then
+        raise exception 'tenant "%" may cause at most % HNSW index shapes (max_index_shapes); % dimensions (%) '
+                        'would be its %th', new.tenant, most_shapes, new.dimensions, new.distance, shapes
+            using errcode = 'SF015', constraint = 'max_index_shapes', detail = most_shapes::text,
+                  hint = 'use an embedding size that has its index already (sift.ensure_dense_indexes() lists '
+                         'them), or ask the operator to raise max_index_shapes (sift.tenant_limits)';
+    end if;
+    if waiting > most_waiting then
+        raise exception 'tenant "%" has % HNSW index shapes waiting for the operator''s build, at most % '
+                        '(max_index_requests)', new.tenant, waiting - 1, most_waiting
+            using errcode = 'SF015', constraint = 'max_index_requests', detail = most_waiting::text,
+                  hint = 'wait for the operator''s select sift.ensure_dense_indexes(), or use a size that has its '
+                         'index already';
+    end if;
+    return new;
+end;
+$$;
+comment on function sift._index_requests_before_insert() is
+    'Trigger: an index request records who made it and when, and a tenant''s (not the operator''s) '
+    'stays within its max_index_shapes and max_index_requests (sift.tenant_limits; SF015 naming '
+    'the limit).';
+
+create or replace trigger index_requests_before_insert
+    before insert on sift.index_requests
+    for each row execute function sift._index_requests_before_insert();
+
+
+create or replace function sift._space_index(space sift.vector_spaces)
+returns text
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The HNSW index a new space walks: its own (the operator's), or the
+    -- shared one of its size, built now by the operator (and made walkable
+    -- for anyone when it is there), else queued (the guard trigger recorded
+    -- the request) and the space searched by exact scan until it is built.
+    if sift._space_dedicated(space) then
+        return sift._ensure_space_index(space.space_id);
+    end if;
+    if sift._is_operator(current_user)
+       or not sift._dense_index_missing(space.dimensions, space.distance, not space.builtin) then
+        begin
+            return sift._ensure_dense_index(space.dimensions, space.distance, not space.builtin);
+        exception when lock_not_available then
+            insert into sift.index_requests (tenant, dimensions, distance, builtin)
+            select c.tenant, space.dimensions, space.distance, space.builtin
+            from sift.collections c where c.collection_id = space.collection_id
+            on conflict (tenant, dimensions, distance, builtin) do nothing;
+            raise warning 'the HNSW index for % dimensions (%) is not built yet: a table was busy',
+                space.dimensions, space.distance
+                using hint = 'searches scan it exactly until then; run select sift.ensure_dense_indexes() when '
+                             'writes are quiet';
+            return null;
+        end;
+    end if;
+    raise notice 'the HNSW index for % dimensions (%) waits for the operator''s build', space.dimensions,
+        space.distance
+        using hint = 'searches scan it exactly until then (collection_info''s dense_index says queued); the '
+                     'operator''s select sift.ensure_dense_indexes() builds it';
+    return null;
+end;
+$$;
+comment on function sift._space_index(sift.vector_spaces) is
+    'Internal, writes: gives a new vector space its HNSW index: its own (the operator''s), or the '
+    'shared one of its size, built by the operator (a busy table: queued, with a warning) and '
+    'otherwise queued for the operator (a notice); the index''s name, or null when it is queued.';
+
 
 create or replace function sift.ensure_dense_indexes()
 returns setof text
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    op      boolean := sift._is_operator(current_user);
+    g       record;
+    waiting integer := 0;
 begin
-    -- The HNSW indexes are made on demand, when a collection or space of a new
-    -- (dimension, distance), or with options of its own, appears: not by the
-    -- install script, so pg_dump of an extension install (which re-creates its
-    -- tables by CREATE EXTENSION) leaves them out. After a restore, this builds
-    -- them again; elsewhere it finds every one in place and builds nothing. It
-    -- also drops the own indexes of spaces dropped while the index was in use.
-    -- Spaces' own indexes are the operator's (sift._ensure_space_index).
-    if sift._is_operator(current_user) then
+    -- The HNSW indexes are made on demand, for a collection or space of a new
+    -- (dimension, distance), or with options of its own: by the operator, in
+    -- this call or the one that made it; a tenant's admin queues them
+    -- (sift.index_requests). Not by the install script either, so pg_dump of
+    -- an extension install (which re-creates its tables by CREATE EXTENSION)
+    -- leaves them out: after a restore, this builds them again. It also drops
+    -- the own indexes of spaces dropped while the index was in use. Each
+    -- build waits at most a second for its table; a busy one stays for the
+    -- next run (a warning). For anyone else: nothing is built.
+    if op then
         perform sift._drop_orphan_indexes();
     end if;
-    perform sift._ensure_dense_index(s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin))
-    from sift.vector_spaces s
-    where not sift._space_dedicated(s)
-    group by s.dimensions, s.distance;
-    perform sift._ensure_space_index(s.space_id)
-    from sift.vector_spaces s
-    where sift._space_dedicated(s) and sift._is_operator(current_user);
+    for g in
+        select s.dimensions, s.distance, pg_catalog.bool_and(not s.builtin) as added_only
+        from sift.vector_spaces s
+        where not sift._space_dedicated(s)
+        group by s.dimensions, s.distance
+        order by 1, 2
+    loop
+        if op then
+            begin
+                perform sift._ensure_dense_index(g.dimensions, g.distance, g.added_only);
+            exception when lock_not_available then
+                raise warning 'the HNSW index for % dimensions (%) is not built: a table was busy', g.dimensions,
+                    g.distance using hint = 'run select sift.ensure_dense_indexes() again';
+            end;
+        elsif sift._dense_index_missing(g.dimensions, g.distance, g.added_only) then
+            waiting := waiting + 1;
+        end if;
+    end loop;
+    if op then
+        for g in select s.space_id from sift.vector_spaces s where sift._space_dedicated(s) order by 1 loop
+            begin
+                perform sift._ensure_space_index(g.space_id);
+            exception when lock_not_available then
+                raise warning 'the HNSW index of vector space % is not built: its table was busy', g.space_id
+                    using hint = 'run select sift.ensure_dense_indexes() again';
+            end;
+        end loop;
+        -- The requests: built when their indexes are there; withdrawn when no
+        -- space of the tenant has the size any more.
+        update sift.index_requests r set built_at = pg_catalog.now()
+        where r.built_at is null and not sift._dense_index_missing(r.dimensions, r.distance, not r.builtin);
+        delete from sift.index_requests r
+        where r.built_at is null
+          and not exists (select 1 from sift.vector_spaces s
+                          join sift.collections c on c.collection_id = s.collection_id
+                          where c.tenant = r.tenant and s.dimensions = r.dimensions and s.distance = r.distance
+                            and (s.builtin or not r.builtin));
+    elsif waiting > 0 then
+        raise notice '% HNSW index shape(s) of this tenant wait for the operator''s build', waiting
+            using hint = 'their collections are searched by exact scan until the operator runs '
+                         'select sift.ensure_dense_indexes()';
+    end if;
     -- The index each space walks (a size only added spaces have: only its
     -- sift.chunk_vectors one).
     return query
     select distinct sift._space_index_name(s)
     from sift.vector_spaces s
-    where not sift._space_dedicated(s) or sift._is_operator(current_user)
+    where not sift._space_dedicated(s) or op
     order by 1;
 end;
 $$;
 comment on function sift.ensure_dense_indexes() is
-    'Builds the HNSW indexes the vector spaces the caller sees need and lack (after a restore of an '
-    'extension install, which leaves these on-demand indexes out): the shared ones and, for the '
-    'operator, spaces'' own, dropping those of dropped spaces. Returns the name of the index each '
-    'space walks. Writes (the operator, or collection admins for their own).';
+    'The operator''s: builds the HNSW indexes the vector spaces need and lack (the requests of '
+    'tenants'' collections of new sizes, sift.index_requests, and after a restore of an extension '
+    'install, which leaves these on-demand indexes out), spaces'' own included, each waiting at '
+    'most 1 s for its table (a busy one: a warning, built on the next run), and drops those of '
+    'dropped spaces. Run by anyone else it builds nothing and says how many wait. Returns the name '
+    'of the index each space walks. Writes.';
 
 create or replace function sift.create_collection(
     collection           text,
@@ -390,20 +612,19 @@ begin
     if dense_precision is not null or hnsw_m is not null or hnsw_ef_construction is not null then
         space := sift._set_space_options(space, dense_precision, hnsw_m, hnsw_ef_construction);
     end if;
-    if sift._space_dedicated(space) then
-        perform sift._ensure_space_index(space.space_id);
-    else
-        perform sift._ensure_dense_index(created.embedding_dims, created.distance);
-    end if;
+    perform sift._space_index(space);
     return created;
 end;
 $$;
 comment on function sift.create_collection(text, integer, text, text, text, jsonb, text, integer, integer) is
     'Creates a collection of the current tenant (names are unique per tenant) with its language, '
     'embedding size (1 to 4000; past 2000 indexed as halfvec) and distance (cosine, l2, inner_product), and any knob values in '
-    'knobs (see sift.knobs(); a preset is allowed). Adds the HNSW index for the embedding size if '
-    'this is the first collection of that size. dense_precision (full, half), hnsw_m and '
-    'hnsw_ef_construction give the collection an HNSW index of its own with those options. Writes.';
+    'knobs (see sift.knobs(); a preset is allowed). The first collection of a size needs its HNSW '
+    'index: the operator''s call builds it, anyone else''s queues it for the operator '
+    '(sift.ensure_dense_indexes; within the tenant''s limits, SF015) and the collection is searched '
+    'by exact scan meanwhile (collection_info''s dense_index). dense_precision (full, half), hnsw_m and '
+    'hnsw_ef_construction give the collection an HNSW index of its own with those options (the '
+    'operator''s). Writes.';
 
 
 create or replace function sift._set_space_options(space sift.vector_spaces, dense_precision text,
@@ -519,7 +740,8 @@ returns table (
     reranker        text,
     created_at      timestamptz,
     knobs           jsonb,
-    settings        jsonb)
+    settings        jsonb,
+    dense_index     text)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -528,7 +750,10 @@ begin
     return query
     select c.collection_id, c.tenant::text, c.name::text, c.search_language::text, c.embedding_dims,
            c.distance::text, c.description, c.reranker_alias::text, c.created_at, c.knobs,
-           to_jsonb(sift._resolve_knobs(c, '{}'))
+           to_jsonb(sift._resolve_knobs(c, '{}')),
+           (select case when pg_catalog.to_regclass('sift.' || sift._space_index_name(s)) is null then 'queued'
+                        else 'built' end
+            from sift.vector_spaces s where s.collection_id = c.collection_id and s.active)
     from sift.collections c
     where c.tenant = sift.current_tenant()
       and (collection_info.collection is null or c.name = collection_info.collection)
@@ -540,7 +765,9 @@ end;
 $$;
 comment on function sift.collection_info(text) is
     'The current tenant''s collections (or the one named): properties, the knob values stored '
-    '(knobs) and every knob in force (settings, defaults included). Read-only.';
+    '(knobs), every knob in force (settings, defaults included, within the tenant''s ceilings) and '
+    'dense_index: built, or queued when the HNSW index its active vector space walks waits for the '
+    'operator''s build (searched by exact scan until then). Read-only.';
 
 
 create or replace function sift.drop_collection(collection text)
@@ -552,12 +779,16 @@ declare
     col sift.collections := sift._collection(collection);
     own text[];
 begin
-    -- Its spaces' own HNSW indexes go with it (one in use: by
-    -- sift.ensure_dense_indexes later).
+    -- Its spaces' own HNSW indexes go with it (one in use, or a tenant's drop:
+    -- by the operator's sift.ensure_dense_indexes later).
     select pg_catalog.array_agg(sift._space_index_name(s)) into own
     from sift.vector_spaces s where s.collection_id = col.collection_id and sift._space_dedicated(s);
     delete from sift.collections c where c.collection_id = col.collection_id;
-    perform sift._drop_orphan_indexes(u.name) from unnest(own) as u(name);
+    -- Dropping an index locks its table until the transaction ends: in the
+    -- operator's session only (else the operator's sift.ensure_dense_indexes).
+    if sift._is_operator(session_user) then
+        perform sift._drop_orphan_indexes(u.name) from unnest(own) as u(name);
+    end if;
     return true;
 end;
 $$;

@@ -523,6 +523,8 @@ declare
     -- again for each test, from its TOAST table where it is out of line, ~5 us
     -- a chunk): a chunk holding none of the terms scores nothing anyway.
     plain      boolean := match = sift._tsquery_or(terms);
+    -- A time limit is armed for this search (sift._check_deadline).
+    armed      boolean := pg_catalog.current_setting('pgsift.deadline', true) <> '';
     rematch    tsquery := case when plain then null else match end;
 begin
     exact := true;
@@ -679,6 +681,10 @@ begin
     end if;
 
     while not by_lists and true = any (t_listed) loop
+        -- The tenant's call_time_limit, when one is armed (sift._check_deadline).
+        if armed then
+            perform sift._check_deadline('lexical');
+        end if;
         with terms as (
             select u.l, u.idf, u.floor, u.drift
             from unnest(t_lexeme, t_listed, t_idf, t_floor, t_drift) u(l, listed, idf, floor, drift)
@@ -742,6 +748,9 @@ begin
         pos := 1;
         while pos <= coalesce(cardinality(cand_ids), 0) and n_scored < max_scored
               and (coalesce(cardinality(best), 0) < n or cand_ub[pos] > scores[n]) loop
+            if armed then
+                perform sift._check_deadline('lexical');
+            end if;
             select array_agg(x.chunk_id order by x.score desc, x.chunk_id),
                    array_agg(x.score order by x.score desc, x.chunk_id)
             into best, scores

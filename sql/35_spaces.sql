@@ -145,18 +145,16 @@ begin
             coalesce(add_vector_space.dense_precision, case when dimensions > 2000 then 'half' else 'full' end),
             add_vector_space.hnsw_m, add_vector_space.hnsw_ef_construction)
     returning * into created;
-    if sift._space_dedicated(created) then
-        perform sift._ensure_space_index(created.space_id);
-    else
-        perform sift._ensure_dense_index(created.dimensions, created.distance, true);
-    end if;
+    perform sift._space_index(created);
     return created;
 end;
 $$;
 comment on function sift.add_vector_space(text, text, integer, text, text, text, integer, integer) is
     'Adds a vector space to a collection (name, dimensions, distance, model) beside the active '
     'one, with its HNSW index (its own when dense_precision half, hnsw_m or hnsw_ef_construction '
-    'are given); nothing searches it until sift.switch_vector_space (or the '
+    'are given, the operator''s); the first space of a size queues its index for the operator''s '
+    'build unless the operator adds it (as sift.create_collection does; searched by exact scan '
+    'meanwhile); nothing searches it until sift.switch_vector_space (or the '
     'dense_space knob). Fill it with sift.write_space_vectors. Writes (collection admins).';
 
 
@@ -275,7 +273,7 @@ comment on function sift.missing_space_vectors(text, text, integer, bigint) is
 create or replace function sift.vector_space_status(collection text)
 returns table (name text, dimensions integer, distance text, model text, builtin boolean, active boolean,
                chunks bigint, missing bigint, created_at timestamptz, dense_precision text, hnsw_m integer,
-               hnsw_ef_construction integer, index_name text)
+               hnsw_ef_construction integer, index_name text, index_built boolean)
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
@@ -283,7 +281,8 @@ as $$
     select s.name::text, s.dimensions, s.distance::text, s.model, s.builtin, s.active,
            (select count(*) from sift.chunks k where k.collection_id = s.collection_id),
            sift._space_missing(s), s.created_at, s.dense_precision, coalesce(s.hnsw_m, 16),
-           coalesce(s.hnsw_ef_construction, 64), sift._space_index_name(s)
+           coalesce(s.hnsw_ef_construction, 64), sift._space_index_name(s),
+           pg_catalog.to_regclass('sift.' || sift._space_index_name(s)) is not null
     from c, sift.vector_spaces s
     where s.collection_id = (c.col).collection_id
     order by s.active desc, s.name, s.space_id
@@ -291,8 +290,9 @@ $$;
 comment on function sift.vector_space_status(text) is
     'A collection''s vector spaces: dimensions, distance, model, whether built-in (stored with the '
     'chunks) and active (searched and written), its chunks and how many lack a vector in each, and '
-    'its HNSW index: precision, m, ef_construction and the index''s name (its own, or the one '
-    'shared by its size and distance). Read-only.';
+    'its HNSW index: precision, m, ef_construction, the index''s name (its own, or the one '
+    'shared by its size and distance) and whether it is built (false: it waits for the operator''s '
+    'sift.ensure_dense_indexes, and the space is searched by exact scan). Read-only.';
 
 
 create or replace function sift.switch_vector_space(collection text, space text)
@@ -382,7 +382,9 @@ begin
     end if;
     delete from sift.vector_spaces s where s.space_id = target.space_id and not s.active;
     get diagnostics gone = row_count;
-    if sift._space_dedicated(target) then   -- its own index (one in use: sift.ensure_dense_indexes')
+    -- Its own index, in the operator's session (one in use, or a tenant's
+    -- drop: the operator's sift.ensure_dense_indexes drops it later).
+    if sift._space_dedicated(target) and sift._is_operator(session_user) then
         perform sift._drop_orphan_indexes(sift._space_index_name(target));
     end if;
     return gone = 1;
@@ -410,6 +412,9 @@ begin
         if sift._space_dedicated(new) then
             perform sift._own_index_by_operator(current_user);
         end if;
+        -- A size without its shared index: the operator's to build (a request,
+        -- within the tenant's limits), whichever way the space was made.
+        perform sift._request_dense_index(new);
         return new;
     end if;
     if tg_op = 'DELETE' then
@@ -451,7 +456,8 @@ comment on function sift._vector_spaces_guard() is
     'Trigger: a space keeps its collection, name, size, distance and kind, and its index options '
     'once it holds vectors or its own index (only the operator gives it options of its own); the '
     'built-in and active ones come with their collection, the active one is never deleted, and activation goes through '
-    'sift.switch_vector_space.';
+    'sift.switch_vector_space. A new space of a size whose shared HNSW index is missing, made by anyone '
+    'but the operator, is a request for it (sift._request_dense_index).';
 
 create or replace trigger vector_spaces_guard
     before insert or update or delete on sift.vector_spaces

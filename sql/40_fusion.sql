@@ -190,6 +190,8 @@ begin
         raise exception 'match_count must be between 0 and 1000, got %', match_count
             using errcode = '23514', constraint = 'match_count_valid';
     end if;
+    -- Past its tenant's max_match_count (sift.tenant_limits, kept on the rows): SF015.
+    perform sift._within_ceilings(cols, match_count);
     -- A malformed filter or an unknown operator: SF003 naming where.
     perform sift.filter_path(filter);
     -- Pools of several collections merge on one scale: one fusion for all.

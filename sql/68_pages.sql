@@ -13,36 +13,116 @@
 -- A cursor is opaque, not secret: it carries the chunk ids already served.
 
 
-create or replace function sift._cursor_sign(payload text, acting_role name default current_user)
+create or replace function sift._cursor_mac(tenant text, payload text)
+returns text
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- A keyed SHA-256 of the tenant and the payload with sift.cursor_keys' key.
+    -- No shipped role may execute it (nor read the key): only the two security
+    -- definer functions below call it, as the key's owner.
+    select pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(k.key || pg_catalog.sha256(
+               k.key || pg_catalog.convert_to(tenant || E'\n' || payload, 'UTF8'))), 'hex'), 32)
+    from sift.cursor_keys k
+$$;
+comment on function sift._cursor_mac(text, text) is
+    'Internal, owner only: the signature of a cursor payload for a tenant (a keyed SHA-256 with '
+    'sift.cursor_keys'' key); sift._cursor_encode and sift._cursor_verify call it as the owner.';
+
+
+create or replace function sift._cursor_signer(acting_role name)
+returns text
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- The tenant a cursor is signed for, or checked against: the acting role's
+    -- (the caller's current_user, which the definers below take as a default
+    -- argument, evaluated in the caller's context), which the session must be
+    -- able to act as. A tenant signs and checks its own cursors only.
+    if acting_role is null or not pg_catalog.pg_has_role(session_user, acting_role, 'MEMBER') then
+        raise exception 'role % may not act as role %', session_user, acting_role using errcode = '42501';
+    end if;
+    return sift._tenant_for(acting_role);
+end;
+$$;
+comment on function sift._cursor_signer(name) is
+    'Internal: the tenant whose cursors the acting role signs and checks (42501 when the session '
+    'may not act as that role).';
+
+
+create or replace function sift._cursor_encode(kind text, fingerprint text, window_size integer, served integer,
+                                               seen bigint[], acting_role name default current_user)
 returns text
 language plpgsql stable security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    tenant text;
+    -- Security definer: the key (sift.cursor_keys) is readable by its owner
+    -- only. It is the one function that signs, and it signs no text a caller
+    -- gives: it builds the payload itself from fields it checks, the ones a
+    -- page of sift.search_page or sift.finalize_page issues (a kind, a
+    -- fingerprint's shape, a window, a served count, served chunk ids), for
+    -- the acting role's own tenant. What a direct call can sign is
+    -- therefore a cursor a real paging of the same request could carry, but
+    -- for which hits it marks served: continuing it serves hits of that
+    -- request's window ranking (computed with the caller's own rights), never
+    -- one twice, minus those marked. sift._page_start checks the window
+    -- against the request's page_window.
+    tenant text := sift._cursor_signer(acting_role);
+    body   text;
     mac    text;
 begin
-    -- Runs as the key's owner (no tenant reads sift.cursor_keys), so it decides
-    -- itself for whom it signs: the acting role (the caller's current_user, by
-    -- the default), which the session must be able to act as, and that role's
-    -- tenant goes into the signature. A tenant can sign only its own cursors.
-    if acting_role is null or not pg_catalog.pg_has_role(session_user, acting_role, 'MEMBER') then
-        raise exception 'role % may not act as role %', session_user, acting_role using errcode = '42501';
+    if kind is null or kind not in ('search', 'finalize')
+       or fingerprint is null or fingerprint !~ '^[0-9a-f]{32}$'
+       or window_size is null or window_size not between 1 and 1000
+       or served is null or served < 1
+       -- each hit served adds a chunk id not served before
+       or seen is null or cardinality(seen) < served or cardinality(seen) > 1000000
+       or exists (select 1 from pg_catalog.unnest(seen) as s(id) where s.id is null or s.id <= 0) then
+        raise exception 'sift._cursor_encode signs only what a page issues (kind, fingerprint, window, served, '
+                        'served chunk ids)' using errcode = 'SF012';
     end if;
-    tenant := sift._tenant_for(acting_role);
-    select pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(k.key || pg_catalog.sha256(
-               k.key || pg_catalog.convert_to(tenant || E'\n' || payload, 'UTF8'))), 'hex'), 32)
-    into mac
-    from sift.cursor_keys k;
+    body := pg_catalog.translate(pg_catalog.encode(pg_catalog.convert_to(pg_catalog.jsonb_build_object(
+                'v', 1, 'k', kind, 'f', fingerprint, 'w', window_size, 'n', served,
+                's', sift._seen_runs(seen))::text, 'UTF8'), 'base64'),
+            E'+/=\n', '-_');
+    mac := sift._cursor_mac(tenant, body);
     if mac is null then
         raise exception 'sift.cursor_keys has no key: pagination cursors cannot be signed' using errcode = 'SF012';
     end if;
-    return mac;
+    -- base64url(payload) "." signature (which binds the tenant).
+    return body || '.' || mac;
 end;
 $$;
-comment on function sift._cursor_sign(text, name) is
-    'Internal: the signature of a cursor payload for the acting role''s tenant (a keyed SHA-256 '
-    'with sift.cursor_keys'' key, which only this function reads).';
+comment on function sift._cursor_encode(text, text, integer, integer, bigint[], name) is
+    'Internal: a signed cursor for the acting role''s tenant: the entry point, request fingerprint, '
+    'window, how many hits were served and which chunks, each checked (SF012 otherwise); it signs '
+    'only the payload it builds from them (sift.cursor_keys'' key, which only it and '
+    'sift._cursor_verify read).';
+
+
+create or replace function sift._cursor_verify(body text, mac text, acting_role name default current_user)
+returns boolean
+language plpgsql stable security definer
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    -- Security definer: the key is readable by its owner only. It only says
+    -- whether mac is body's signature for the acting role's tenant; it never
+    -- gives a signature out.
+    tenant text := sift._cursor_signer(acting_role);
+    want   text := sift._cursor_mac(tenant, body);
+begin
+    if want is null then
+        raise exception 'sift.cursor_keys has no key: pagination cursors cannot be checked' using errcode = 'SF012';
+    end if;
+    return mac is not null and mac = want;
+end;
+$$;
+comment on function sift._cursor_verify(text, text, name) is
+    'Internal: whether mac is the signature of a cursor payload for the acting role''s tenant '
+    '(sift.cursor_keys'' key, which only it and sift._cursor_encode read). Signs nothing.';
 
 
 create or replace function sift._request_fingerprint(
@@ -100,24 +180,6 @@ comment on function sift._seen_runs(bigint[]) is
     'Internal: chunk ids as runs of consecutive ids (hex gap, "+" hex length, "." between runs).';
 
 
-create or replace function sift._cursor_encode(kind text, fingerprint text, window_size integer, served integer,
-                                               seen bigint[])
-returns text
-language sql stable security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- base64url(payload) "." signature (which binds the tenant).
-    select p.b64 || '.' || sift._cursor_sign(p.b64)
-    from (select pg_catalog.translate(pg_catalog.encode(pg_catalog.convert_to(pg_catalog.jsonb_build_object(
-                     'v', 1, 'k', kind, 'f', fingerprint, 'w', window_size, 'n', served,
-                     's', sift._seen_runs(seen))::text, 'UTF8'), 'base64'),
-                 E'+/=\n', '-_') as b64) p
-$$;
-comment on function sift._cursor_encode(text, text, integer, integer, bigint[]) is
-    'Internal: a signed cursor: the entry point, request fingerprint, window, how many hits were '
-    'served and which chunks; the signature binds it to the tenant.';
-
-
 create or replace function sift._cursor_decode(cursor text, kind text, fingerprint text,
                                                out window_size integer, out served integer, out seen bigint[])
 language plpgsql stable security invoker
@@ -134,7 +196,7 @@ begin
     if pg_catalog.length(cursor) > 262144 or cursor !~ '^[A-Za-z0-9_-]+\.[0-9a-f]{32}$' then
         raise exception 'the cursor is not one sift.search_page issued' using errcode = 'SF012';
     end if;
-    if mac <> sift._cursor_sign(b64) then
+    if not sift._cursor_verify(b64, mac) then
         raise exception 'the cursor was altered, or was not issued to tenant "%"', sift.current_tenant()
             using errcode = 'SF012';
     end if;
@@ -248,13 +310,20 @@ begin
     ks := sift._resolve_all(cols, coalesce(knobs, '{}'::jsonb) || '{"lost_in_the_middle": null}'::jsonb);
     fingerprint := sift._request_fingerprint(kind, cols, asked, query_text, query_embedding, filter);
     litm := coalesce((select bool_or((asked[i]).lost_in_the_middle) from generate_subscripts(asked, 1) as i), false);
+    window_size := (select max((asked[i]).page_window) from generate_subscripts(asked, 1) as i);
     if cursor is null then
-        window_size := (select max((asked[i]).page_window) from generate_subscripts(asked, 1) as i);
         served := 0;
         seen := '{}';
     else
-        select d.window_size, d.served, d.seen into window_size, served, seen
-        from sift._cursor_decode(cursor, kind, fingerprint) d;
+        select d.served, d.seen into served, seen
+        from sift._cursor_decode(cursor, kind, fingerprint) d
+        -- The request decides the window (its knobs are in the fingerprint), not
+        -- the cursor: one that says otherwise was not issued for this request.
+        where d.window_size is not distinct from _page_start.window_size;
+        if not found then
+            raise exception 'the cursor belongs to another request: the collections, knobs, question, vector and '
+                            'filter must be those of its first page' using errcode = 'SF012';
+        end if;
     end if;
 end;
 $$;

@@ -5,8 +5,10 @@
 -- so psql users and every client agree.
 --
 -- Secrets: a reranker names a secret_ref; the operator maps (tenant,
--- secret_ref) to where the key is (sift.secret_mappings). A tenant can only
--- reach its own mappings, never a variable of the client process by name.
+-- secret_ref) to where the key is (sift.secret_mappings), the provider it is
+-- for and the hosts it may go to besides that provider's own endpoint. A
+-- tenant can only reach its own mappings, never a variable of the client
+-- process by name, and its key reaches no other provider or host.
 -- Endpoints: a provider's own, or a host the operator allowed
 -- (sift.allowed_endpoints).
 
@@ -47,30 +49,82 @@ comment on function sift.rerank_texts(bigint[]) is
     'left out. Read-only.';
 
 
+create or replace function sift._url_under(url text, prefix text)
+returns boolean
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Whether url starts with an operator's prefix and ends there or goes on at
+    -- a boundary (https://api.example.com never admits
+    -- https://api.example.com.attacker.net): a prefix ending in ':' admits a
+    -- port, nothing else; one ending in '/' anything below it; any other goes
+    -- on only with '/', ':', '?' or '#'. The host part never holds
+    -- credentials (user:password@host sends the request elsewhere).
+    select coalesce(
+        url !~ '^[a-z]+://[^/?#]*[@\\]'
+        and pg_catalog.left(url, pg_catalog.length(prefix)) = prefix
+        and case when pg_catalog.right(prefix, 1) = ':'
+                 then pg_catalog.substr(url, pg_catalog.length(prefix) + 1) ~ '^[0-9]+([/?#].*)?$'
+                 when pg_catalog.right(prefix, 1) = '/' then true
+                 else pg_catalog.length(url) = pg_catalog.length(prefix)
+                      or pg_catalog.substr(url, pg_catalog.length(prefix) + 1, 1) in ('/', ':', '?', '#') end,
+        false)
+$$;
+comment on function sift._url_under(text, text) is
+    'Internal: whether url is under an operator''s URL prefix (sift.allowed_endpoints, '
+    'sift.secret_mappings.endpoints), at a boundary, with no credentials before its host.';
+
+
 create or replace function sift._endpoint_allowed(tenant text, url text)
 returns boolean
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- No url: the provider's own endpoint. Otherwise a prefix the operator
-    -- allowed, ending at a boundary (https://api.example.com never admits
-    -- https://api.example.com.attacker.net).
-    -- The host part never holds credentials (user:password@host sends the request
-    -- elsewhere), and a prefix ending in ':' admits a port, nothing else.
-    select url is null or (
-        url !~ '^[a-z]+://[^/?#]*[@\\]'
-        and exists (
-            select 1 from sift.allowed_endpoints e
-            where (e.tenant is null or e.tenant = _endpoint_allowed.tenant)
-              and left(url, length(e.url_prefix)) = e.url_prefix
-              and case when right(e.url_prefix, 1) = ':'
-                       then substr(url, length(e.url_prefix) + 1) ~ '^[0-9]+([/?#].*)?$'
-                       when right(e.url_prefix, 1) = '/' then true
-                       else length(url) = length(e.url_prefix)
-                            or substr(url, length(e.url_prefix) + 1, 1) in ('/', ':', '?', '#') end))
+    -- No url: the provider's own endpoint. Otherwise under a prefix the
+    -- operator allowed for the tenant, or for every tenant (sift._url_under).
+    select url is null or exists (
+        select 1 from sift.allowed_endpoints e
+        where (e.tenant is null or e.tenant = _endpoint_allowed.tenant)
+          and sift._url_under(url, e.url_prefix))
 $$;
 comment on function sift._endpoint_allowed(text, text) is
     'Internal: whether a reranker of this tenant may call url (null: the provider''s own endpoint).';
+
+
+create or replace function sift._secret_refusal(mapping sift.secret_mappings, provider text, base_url text)
+returns text
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Why a reranker of this provider, calling base_url (null: the provider's
+    -- own endpoint), may not be given the key of this mapping; null when it
+    -- may. A key goes to the provider it is mapped for (or any, the operator's
+    -- explicit choice), at its own endpoint or under one of the mapping's
+    -- endpoints, and nowhere else.
+    select case
+        when mapping.provider is null then
+            pg_catalog.format('the operator has not said which provider the key of secret_ref "%s" is for: no '
+                              'reranker gets it until it is mapped again (sift.map_secret(%L, %L, ..., '
+                              'provider => ...))', mapping.secret_ref, mapping.tenant, mapping.secret_ref)
+        when mapping.provider not in ('any', provider) then
+            pg_catalog.format('the key of secret_ref "%s" is mapped for %s, not for %s: a %s reranker names a '
+                              'secret_ref the operator mapped for %s', mapping.secret_ref, mapping.provider,
+                              provider, provider, provider)
+        when base_url is not null and not exists (
+                select 1 from pg_catalog.unnest(mapping.endpoints) as e(prefix)
+                where sift._url_under(base_url, e.prefix)) then
+            pg_catalog.format('the key of secret_ref "%s" may not be sent to %s: the operator mapped it for %s',
+                              mapping.secret_ref, pg_catalog.left(base_url, 200),
+                              pg_catalog.concat_ws(' and ', pg_catalog.array_to_string(mapping.endpoints, ', '),
+                                                   case when mapping.provider = 'any'
+                                                        then 'the providers'' own endpoints'
+                                                        else mapping.provider || '''s own endpoint' end))
+    end
+$$;
+comment on function sift._secret_refusal(sift.secret_mappings, text, text) is
+    'Internal: why the key of a secret mapping may not go to a reranker of this provider calling '
+    'base_url (null: the provider''s own endpoint), or null when it may: the mapping names that '
+    'provider (or any) and, for a base_url, an endpoint it is under.';
 
 
 create or replace function sift.register_reranker(
@@ -90,9 +144,11 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
-    bound  text := sift.current_tenant();
-    known  sift.reranker_providers;
-    saved  sift.rerankers;
+    bound   text := sift.current_tenant();
+    known   sift.reranker_providers;
+    saved   sift.rerankers;
+    mapping sift.secret_mappings;
+    why     text;
 begin
     select p.* into known from sift.reranker_providers p where p.provider = register_reranker.provider;
     if known.provider is null then
@@ -105,7 +161,8 @@ begin
         -- Never echo the value: it may be the key itself.
         raise exception 'secret_ref must be a short lower-case name the operator maps to the key, not the key'
             using errcode = 'SF003',
-                  hint = 'e.g. secret_ref => ''voyage''; the operator maps it with sift.map_secret(tenant, ''voyage'', ''env:VAR'')';
+                  hint = 'e.g. secret_ref => ''voyage''; the operator maps it with '
+                         'sift.map_secret(tenant, ''voyage'', ''env:VAR'', provider => ''voyage'')';
     end if;
     if known.needs_secret and secret_ref is null then
         raise exception '% bills an account: register it with a secret_ref', provider using errcode = 'SF003';
@@ -118,6 +175,19 @@ begin
             using errcode = 'SF008',
                   hint = 'leave base_url out for the provider''s own endpoint, or ask the operator to allow it '
                          '(sift.allow_endpoint)';
+    end if;
+    -- A key goes to the provider and the hosts it is mapped for. A secret_ref
+    -- not mapped yet is checked once it is (sift.reranker_for, every search).
+    select m.* into mapping from sift.secret_mappings m
+    where m.tenant = bound and m.secret_ref = register_reranker.secret_ref;
+    if found then
+        why := sift._secret_refusal(mapping, provider, base_url);
+        if why is not null then
+            raise exception '%', why
+                using errcode = 'SF008',
+                      hint = 'name a secret_ref mapped for this provider and endpoint, or ask the operator to map '
+                             'one (sift.map_secret(tenant, secret_ref, source, provider => ..., endpoints => ...))';
+        end if;
     end if;
     if is_default then
         update sift.rerankers r set is_default = false
@@ -143,8 +213,9 @@ comment on function sift.register_reranker(text, text, text, text, text, sift.re
     'provider: a row of sift.reranker_providers (voyage, cohere, tei); model defaults to the '
     'provider''s. base_url: null for the provider''s own endpoint, else one the operator allowed '
     '(SF008). secret_ref: a name the operator maps to this tenant''s key (sift.map_secret), never '
-    'the key. timeout_ms per HTTP attempt, deadline_ms for the whole rerank of a search, '
-    'max_attempts, context_chars of conversation before the query. is_default makes it the '
+    'the key; one mapped for another provider, or not for this base_url, is refused (SF008). '
+    'timeout_ms per HTTP attempt, deadline_ms for the whole rerank of a search, max_attempts, '
+    'context_chars of conversation before the query. is_default makes it the '
     'tenant''s default (it scores a search over collections naming different rerankers). Writes.';
 
 
@@ -239,10 +310,10 @@ as $$
 declare
     cols   sift.collections[] := sift._collections(reranker_for.collection, reranker_for.collections);
     ks     sift.knob_set[] := sift._resolve_all(cols, reranker_for.knobs);
-    choice record;
-    chosen sift.rerankers;
-    source text;
-    why    text;
+    choice  record;
+    chosen  sift.rerankers;
+    mapping sift.secret_mappings;
+    why     text;
 begin
     if reranker_for.reranker is not null then
         -- A named reranker (calibration): the tenant's own, else refused.
@@ -268,9 +339,15 @@ begin
         elsif not sift._endpoint_allowed(chosen.tenant, chosen.base_url) then
             why := format('reranker "%s" calls %s, which the operator no longer allows for tenant "%s"',
                           chosen.alias, chosen.base_url, chosen.tenant);
+        else
+            -- Its key goes only where its mapping sends it: that provider, those hosts.
+            select m.* into mapping from sift.secret_mappings m
+            where m.tenant = chosen.tenant and m.secret_ref = chosen.secret_ref;
+            if found then
+                why := 'reranker "' || chosen.alias || '": '
+                       || sift._secret_refusal(mapping, chosen.provider, chosen.base_url);
+            end if;
         end if;
-        select m.source into source from sift.secret_mappings m
-        where m.tenant = chosen.tenant and m.secret_ref = chosen.secret_ref;
     end if;
     why := coalesce(choice.refused, why);
     if why is not null then
@@ -282,7 +359,7 @@ begin
         return;
     end if;
     return query select chosen.reranker_id, chosen.tenant::text, chosen.alias::text, chosen.provider,
-        chosen.model, chosen.base_url, chosen.secret_ref, source, chosen.timeout_ms::integer,
+        chosen.model, chosen.base_url, chosen.secret_ref, mapping.source, chosen.timeout_ms::integer,
         chosen.deadline_ms::integer, chosen.max_attempts::integer, chosen.context_chars::integer,
         choice.rerank_top_n, choice.chosen_by, null::text,
         -- The model's own limits, else the provider's ('*').
@@ -298,9 +375,10 @@ comment on function sift.reranker_for(text, jsonb, text[], text) is
     'reranker (chosen_by = collection) or, when they name different ones, the tenant''s default '
     '(chosen_by = tenant_default), with rerank_top_n = the largest of theirs and secret_source = '
     'where the operator keeps this tenant''s key for its secret_ref (null: not mapped). refused is '
-    'set (and the provider columns null) when it cannot run: different rerankers and no default, or '
-    'an endpoint the operator no longer allows. limits: the row of sift.reranker_limits for its '
-    'model (else the provider''s ''*'' row; null: none), how the client splits and clips the pool. '
+    'set (and the provider columns null) when it cannot run: different rerankers and no default, '
+    'an endpoint the operator no longer allows, or a key mapped for another provider or host. '
+    'limits: the row of sift.reranker_limits for its model (else the provider''s ''*'' row; null: '
+    'none), how the client splits and clips the pool. '
     'Read-only.';
 
 
@@ -386,18 +464,57 @@ comment on function sift.store_calibrated_threshold(text, text, sift.score_thres
 
 -- The operator's side (owner-only tables; these fail for anyone else).
 
-create or replace function sift.map_secret(tenant text, secret_ref text, source text)
+create or replace function sift.map_secret(
+    tenant     text,
+    secret_ref text,
+    source     text,
+    provider   text,
+    endpoints  text[] default null)
 returns void
-language sql volatile security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    insert into sift.secret_mappings (tenant, secret_ref, source) values (tenant, secret_ref, source)
-    on conflict on constraint secret_mappings_pkey do update set source = excluded.source
+#variable_conflict use_variable
+declare
+    known sift.reranker_providers;
+    bad   text;
+begin
+    -- A key is for one provider (or any, said so), at its own endpoint and at
+    -- the hosts named here: a reranker of another provider, or calling another
+    -- host, never gets it (sift._secret_refusal).
+    select p.* into known from sift.reranker_providers p where p.provider = map_secret.provider;
+    if known.provider is null and provider is distinct from 'any' then
+        raise exception 'say which provider the key of secret_ref "%" is for (got %)', left(secret_ref, 64),
+                coalesce('"' || left(provider, 64) || '"', 'none')
+            using errcode = 'SF003',
+                  hint = 'provider => one of ' || (select string_agg(p.provider, ', ' order by p.provider)
+                                                   from sift.reranker_providers p)
+                         || ', or ''any'' for a key any provider''s reranker may be given';
+    end if;
+    select e into bad from pg_catalog.unnest(endpoints) as e
+    where e is null or e !~ '^https?://[^\s/?#@\\]+(/\S*)?$' limit 1;
+    if found or cardinality(endpoints) not between 1 and 64 then
+        raise exception 'endpoints must be 1 to 64 http(s) URL prefixes with no credentials before the host (got %)',
+                coalesce('"' || left(bad, 200) || '"', cardinality(endpoints)::text || ' of them')
+            using errcode = 'SF003';
+    end if;
+    if known.needs_base_url and endpoints is null then
+        raise exception '% has no endpoint of its own: name the hosts its key may be sent to', provider
+            using errcode = 'SF003', hint = 'endpoints => array[''http://tei.internal:8080'']';
+    end if;
+    insert into sift.secret_mappings as m (tenant, secret_ref, source, provider, endpoints)
+    values (tenant, secret_ref, source, provider, endpoints)
+    on conflict on constraint secret_mappings_pkey do update
+        set source = excluded.source, provider = excluded.provider, endpoints = excluded.endpoints;
+end;
 $$;
-comment on function sift.map_secret(text, text, text) is
+comment on function sift.map_secret(text, text, text, text, text[]) is
     'Operator only: where the key of a tenant''s secret_ref is, e.g. ''env:PGSIFT_ACME_VOYAGE'' '
     '(an environment variable of the client process) or ''vault:kv/acme/voyage'' (for the '
-    'application''s resolver). Writes.';
+    'application''s resolver), and where it may go: provider, whose rerankers alone may name it '
+    '(voyage, cohere, tei, or ''any''), and endpoints, URL prefixes it may be sent to besides that '
+    'provider''s own endpoint (required for tei, which has none). A reranker of another provider, '
+    'or calling another host, is refused (SF008 when registered; refused at search time). Writes.';
 
 
 create or replace function sift.allow_endpoint(url_prefix text, tenant text default null)

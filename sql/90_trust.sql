@@ -63,6 +63,13 @@ select sift._ensure_policy('sift.secret_mappings', 'tenant_rows',
     $u$tenant = (select sift.current_tenant())$u$);
 select sift._ensure_policy('sift.allowed_endpoints', 'tenant_rows',
     $u$tenant is null or tenant = (select sift.current_tenant())$u$);
+-- A tenant sees its own index requests and ceilings, and the default ceilings
+-- (tenant null); only the operator writes the ceilings.
+select sift._ensure_policy('sift.index_requests', 'tenant_rows',
+    $u$tenant = (select sift.current_tenant())$u$,
+    $c$tenant = (select sift.current_tenant())$c$);
+select sift._ensure_policy('sift.tenant_limits', 'tenant_rows',
+    $u$tenant is null or tenant = (select sift.current_tenant())$u$);
 select sift._ensure_policy('sift.tenant_roles', 'own_roles',
     $u$pg_catalog.pg_has_role(current_user, role_name, 'MEMBER')$u$);
 select sift._ensure_policy('sift.documents', 'tenant_rows',
@@ -149,7 +156,10 @@ revoke all on all functions in schema sift from public;
 -- do is decided by the table grants and policies below, not by EXECUTE.
 grant execute on all functions in schema sift to sift_reader, sift_gateway;
 -- Of the security definer functions, those that build or drop an index as the
--- table's owner are for collection admins (sift._text_matches checks its caller itself)
+-- table's owner are for collection admins, who may have them make the walk
+-- functions of a size whose indexes are there; building and dropping the
+-- indexes themselves is the operator's session's (each function checks).
+-- (sift._text_matches checks its caller itself.)
 revoke execute on function sift._ensure_dense_index(integer, sift.distance, boolean)
     from sift_reader, sift_gateway;
 grant execute on function sift._ensure_dense_index(integer, sift.distance, boolean) to sift_admin;
@@ -161,6 +171,9 @@ revoke execute on function sift._set_search_vector_storage(integer) from sift_re
 -- and the one that cleans the text index's pending list is for writers (refresh runs it).
 revoke execute on function sift._clean_text_index() from sift_reader, sift_gateway;
 grant execute on function sift._clean_text_index() to sift_writer;
+-- The cursor key's signature runs only inside the cursor signer and checker, as the key's
+-- owner (who alone reads sift.cursor_keys); they are every reader's, as paging calls them.
+revoke execute on function sift._cursor_mac(text, text) from sift_reader, sift_gateway;
 
 grant select on sift.collections, sift.documents, sift.chunks, sift.sections, sift.collection_configs,
     sift.vector_spaces, sift.chunk_vectors, sift.chunk_tokens, sift.chunk_token_sizes,
@@ -169,9 +182,10 @@ grant select on sift.collections, sift.documents, sift.chunks, sift.sections, si
     sift.term_df, sift.term_df_pending, sift.term_lists, sift.term_blocks, sift.term_deltas,
     sift.golden_sets, sift.golden_questions, sift.golden_positives, sift.eval_runs,
     sift.rerankers, sift.rerank_usage, sift.reranker_providers, sift.reranker_limits, sift.knob_defs, sift.knob_presets,
-    sift.tenant_roles, sift.secret_mappings, sift.allowed_endpoints
+    sift.tenant_roles, sift.secret_mappings, sift.allowed_endpoints, sift.index_requests, sift.tenant_limits
     to sift_reader;
--- sift.cursor_keys has no grant: only sift._cursor_sign, running as its owner, reads the key.
+-- sift.cursor_keys has no grant: only sift._cursor_encode and sift._cursor_verify, running as its
+-- owner, read the key.
 -- Readers meter the reranks of their own searches.
 grant insert on sift.rerank_usage to sift_reader;
 -- current_tenant reads the role map for gateways too.
@@ -187,6 +201,9 @@ grant insert, update, delete on sift.documents, sift.chunks, sift.sections, sift
 grant select, insert, update, delete on sift.list_build_plan, sift.list_build_entries to sift_writer;
 
 grant insert, update, delete on sift.collections, sift.rerankers, sift.vector_spaces to sift_admin;
+-- A collection or space of a size without its index asks for it (the table's
+-- trigger holds the tenant to its limits); only the operator marks it built.
+grant insert on sift.index_requests to sift_admin;
 -- Writers lock the active space's row (for share, which needs an update grant)
 -- so a concurrent switch is seen even at repeatable read; the model's label is
 -- the one column a direct write may change (the guard trigger).

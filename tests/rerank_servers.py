@@ -16,9 +16,11 @@ service uses, so the real client libraries run against it unchanged:
 those after the first `fail_after`): "slow"
 (waits `delay` seconds first), "429", "500", "503", "400", "malformed" (invalid JSON),
 "out_of_range", "negative_index", "duplicate", "nan", "missing_score", "partial" (ranks
-half the documents), "empty". `retry_after` (seconds) goes out as a Retry-After header
-with every 429 and 5xx. Every request is recorded (path, headers, JSON body), so a test
-can assert that none was made.
+half the documents), "empty", "301", "302", "307", "308" (a redirect to `redirect_to`
+plus the request's path: a server that sends the request, and its key, elsewhere).
+`retry_after` (seconds) goes out as a Retry-After header with every 429 and 5xx. Every
+request is recorded (path, headers, JSON body; a GET too), so a test can assert that none
+was made.
 
 `limits` makes it enforce a provider's request limits as the real services do, counting a
 token per SERVER_CHARS_PER_TOKEN characters: max_documents, max_query_tokens,
@@ -50,7 +52,8 @@ Scorer = Callable[[str, Sequence[str]], list[float]]
 SERVER_CHARS_PER_TOKEN = 4   # what the stand-in's "tokenizer" counts (a real one: about 4 for English)
 
 FAULTS = ("slow", "429", "500", "503", "400", "malformed", "out_of_range", "negative_index",
-          "duplicate", "nan", "missing_score", "partial", "empty")
+          "duplicate", "nan", "missing_score", "partial", "empty", "301", "302", "307", "308")
+REDIRECTS = ("301", "302", "307", "308")
 
 
 def reverse_scorer(query: str, documents: Sequence[str]) -> list[float]:
@@ -83,6 +86,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # quiet
         pass
 
+    def do_GET(self) -> None:
+        # No endpoint is a GET; recorded all the same (a 302 or 303 followed becomes one).
+        self.server.owner._record(Request(self.path, {k.lower(): v for k, v in self.headers.items()}, None))
+        self._send(405, {"detail": "method not allowed"})
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -102,6 +110,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "slow":
             srv._release.wait(srv.delay)
             fault = None
+        if fault in REDIRECTS:
+            target = (srv.redirect_to or "http://127.0.0.1:9").rstrip("/") + self.path
+            return self._send_raw(int(fault), b"", {"Location": target})
         if fault in ("429", "500", "503", "400"):
             message = {"429": "rate limited", "500": "internal error", "503": "overloaded",
                        "400": "bad request: documents too long"}[fault]
@@ -198,12 +209,13 @@ class RerankServer:
     def __init__(self, *, fault: str | None = None, fail_first: int | None = None,
                  delay: float = 5.0, scorer: Scorer = reverse_scorer, retry_after: float | None = None,
                  max_requests: int = 200, lifetime: float = 60.0, limits: dict[str, int] | None = None,
-                 fail_after: int | None = None):
+                 fail_after: int | None = None, redirect_to: str | None = None):
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}")
         self.fault = fault
         self.fail_first = fail_first
         self.fail_after = fail_after
+        self.redirect_to = redirect_to
         self.delay = delay
         self.scorer = scorer
         self.retry_after = retry_after

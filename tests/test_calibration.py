@@ -77,8 +77,8 @@ def operator_setup(db: psycopg.Connection, *tenants: str) -> None:
     """What the operator does once: allow the loopback servers, map each tenant's key."""
     db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
     for tenant in tenants:
-        db.execute("select sift.map_secret(tenant => %s, secret_ref => 'voyage', source => %s)",
-                   (tenant, f"env:{KEY_VAR}"))
+        db.execute("select sift.map_secret(tenant => %s, secret_ref => 'voyage', source => %s, "
+                   "provider => 'voyage', endpoints => array['http://127.0.0.1:'])", (tenant, f"env:{KEY_VAR}"))
 
 
 @pytest.fixture

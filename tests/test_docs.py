@@ -391,7 +391,7 @@ def seed(db: psycopg.Connection[Any], doc: str, work: Path) -> None:
         client.create_collection("handbook", embedding_dims=DIMS, description="The company handbook")
         client.upsert_documents("handbook", documents)
     for tenant, alias, ref, variable in RERANKERS.get(doc, ()):
-        db.execute("select sift.map_secret(%s, %s, %s)", [tenant, ref, f"env:{variable}"])
+        db.execute("select sift.map_secret(%s, %s, %s, 'voyage')", [tenant, ref, f"env:{variable}"])
         with Client(db, tenant=tenant).transaction() as conn:
             conn.execute("select sift.register_reranker(alias => %s, provider => 'voyage', secret_ref => %s)",
                          [alias, ref])

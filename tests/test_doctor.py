@@ -27,7 +27,7 @@ def test_doctor_reads_the_settings_and_the_indexes(db):
     found = by_name(doctor.checks(db))
     assert list(found) == ["hnsw indexes in shared_buffers", "hnsw builds in maintenance_work_mem",
                            "parallel index builds", "pgvector", "jit", "random_page_cost",
-                           "search vectors in the row", "lexical statistics"]
+                           "search vectors in the row", "hnsw indexes queued", "lexical statistics"]
     assert found["hnsw indexes in shared_buffers"].status == "ok"          # a few MB in 128 MB
     assert found["hnsw builds in maintenance_work_mem"].status == "warn"
     assert "maintenance_work_mem to" in found["hnsw builds in maintenance_work_mem"].advice
@@ -61,7 +61,7 @@ def test_doctor_says_where_search_vectors_are_stored(db):
 def test_doctor_from_the_command_line(dsn, capsys):
     assert main(["doctor", "--dsn", dsn, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == 8 and {r["status"] for r in rows} <= {"ok", "warn", "info"}
+    assert len(rows) == 9 and {r["status"] for r in rows} <= {"ok", "warn", "info"}
     assert main(["doctor", "--dsn", dsn]) == 0
     assert "hnsw indexes in shared_buffers" in capsys.readouterr().out
 
@@ -86,3 +86,16 @@ def test_doctor_warns_when_a_collection_leaves_many_writes_unfolded(db, monkeypa
     assert statistics().status == "warn" and "sift.refresh_lexical_stats('kb')" in statistics().advice
     client.refresh_lexical_stats("kb")
     assert statistics().status == "ok" and statistics().value.startswith("0 write statements")
+
+
+def test_doctor_warns_while_an_index_waits_for_the_operator(db, connect_as):
+    def queued():
+        return by_name(doctor.checks(db))["hnsw indexes queued"]
+
+    assert queued().status == "ok"
+    db.execute("select sift.map_role('t_admin', 'acme')")
+    Client(connect_as("t_admin")).create_collection("kb", embedding_dims=24)   # a tenant's: queued
+    assert queued().status == "warn" and "24 cosine" in queued().value
+    assert "sift.ensure_dense_indexes()" in queued().advice
+    db.execute("select sift.ensure_dense_indexes()")
+    assert queued().status == "ok"

@@ -301,3 +301,286 @@ def test_a_nan_vector_is_a_typed_error(db, hostile):
     assert "22000" in SQLSTATES
     err = _sql_error(db, "select '[1,Infinity]'::vector", [])
     assert err.sqlstate == "22000" and isinstance(pgsift.errors.translate(err), pgsift.InvalidArgument)
+
+
+# -- what one tenant may cost the others (issue 37, items 2 and 5) ---------------------------------
+
+def _tenant_admin(db, connect_as, tenant: str, **kwargs: Any) -> psycopg.Connection:
+    """A login role of sift_admin mapped to `tenant`, connected."""
+    role = f"hostile_{tenant}_admin"
+    if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
+        db.execute(f'create role "{role}" login in role sift_admin')
+    db.execute("select sift.map_role(%s, %s)", [role, tenant])
+    return connect_as(role, **kwargs)
+
+
+def _held_table_locks(db, pid: int) -> set[tuple[str, str]]:
+    return {(r[0], r[1]) for r in db.execute(
+        "select relation::regclass::text, mode from pg_locks where pid = %s and relation in "
+        "('sift.chunks'::regclass, 'sift.chunk_vectors'::regclass, 'sift.question_vectors'::regclass)",
+        [pid]).fetchall()}
+
+
+def test_a_tenant_admins_open_transaction_never_stalls_another_tenants_writes(db, connect_as):
+    """Issue 37 item 2: a new embedding size in a transaction left open used to lock the shared
+    tables (CREATE INDEX) against every tenant's writes; now it is a request for the operator."""
+    Client(db, tenant="globex").create_collection("g", embedding_dims=DIMS)
+    acme = _tenant_admin(db, connect_as, "acme")
+    globex = Client(_tenant_admin(db, connect_as, "globex", options="-c lock_timeout=200ms"))
+    notices: list[str] = []
+    acme.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    rng = np.random.default_rng(5)
+    with acme.transaction():
+        acme.execute("select sift.create_collection('x', embedding_dims => 2345)")
+        acme.execute("select sift.add_vector_space('x', 'alt', 777)")
+        held = {mode for _table, mode in _held_table_locks(db, acme.info.backend_pid)}
+        assert held <= {"AccessShareLock", "RowShareLock", "RowExclusiveLock"}, held
+        # Another tenant writes, creates a collection of a new size of its own and searches,
+        # without waiting (its lock_timeout is 200 ms).
+        docs = [Document(source_uri=f"g{i}", chunks=[Chunk(content="refund policy", embedding=rng.normal(size=DIMS))])
+                for i in range(3)]
+        assert len(globex.upsert_documents("g", docs)) == 3
+        with globex.transaction() as conn:
+            conn.execute("select sift.write_chunks(array[(select min(document_id) from sift.documents)], array[9], "
+                         "array['more'], array[null], array[null]::integer[], %s::vector[])",
+                         ["{" + '"[' + ",".join(["0.5"] * DIMS) + ']"' + "}"])
+        globex.create_collection("g2", embedding_dims=2346)
+        assert len(globex.search("g", "refund", embedding=np.ones(DIMS))) > 0
+    assert any("waits for the operator's build" in n for n in notices)
+    assert db.execute("select tenant::text, dimensions, distance::text, builtin, built_at is null "
+                      "from sift.index_requests order by 1, 2, 4").fetchall() == [
+        ("acme", 777, "cosine", False, True), ("acme", 2345, "cosine", True, True),
+        ("globex", 2346, "cosine", True, True)]
+    assert db.execute("select count(*) from pg_class where relname ~ '_hnsw_cosine_(777|234[56])$'").fetchone() == (0,)
+
+
+def test_a_queued_index_is_searched_exactly_then_walked_once_the_operator_builds_it(db, connect_as):
+    dims = 12
+    admin = Client(_tenant_admin(db, connect_as, "acme"))
+    admin.create_collection("kb", embedding_dims=dims, exact_search_limit=10)
+    rng = np.random.default_rng(7)
+    admin.upsert_documents("kb", [Document(source_uri=f"d{i}", chunks=[
+        Chunk(content=f"chunk {i}", embedding=rng.normal(size=dims)) for _ in range(2)]) for i in range(100)])
+    info = admin.get_collection("kb")
+    assert info.dense_index == "queued" and not admin.vector_spaces("kb")[0].index_built
+    query = rng.normal(size=dims)
+    before = [h.chunk_id for h in admin.search("kb", embedding=query, top_k=10, hybrid=False)]
+    # exact meanwhile: the same as an exact scan (exact_search_limit far above the collection)
+    exact = [h.chunk_id for h in admin.search("kb", embedding=query, top_k=10, hybrid=False,
+                                              exact_search_limit=100000)]
+    assert before == exact and len(before) == 10
+    # the tenant's own call builds nothing
+    assert [r[0] for r in admin.source.execute("select * from sift.ensure_dense_indexes()")] == \
+        [f"chunks_hnsw_cosine_{dims}"]
+    assert db.execute("select to_regclass(%s)", [f"sift.chunks_hnsw_cosine_{dims}"]).fetchone() == (None,)
+    # the operator's builds it and marks the request built
+    assert f"chunks_hnsw_cosine_{dims}" in [r[0] for r in db.execute("select * from sift.ensure_dense_indexes()")]
+    assert db.execute("select built_at is not null from sift.index_requests where dimensions = %s",
+                      [dims]).fetchall() == [(True,)]
+    assert admin.get_collection("kb").dense_index == "built" and admin.vector_spaces("kb")[0].index_built
+    db.execute("analyze sift.chunks")
+    statement = db.execute("select sift._dense_leg_sql(%s, 'cosine', false, false)", [dims]).fetchone()[0]
+    col = db.execute("select collection_id from sift.collections where name = 'kb'").fetchone()[0]
+    admin.source.execute(psycopg.sql.SQL("prepare leg(public.vector, bigint[], jsonb, integer) as {}").format(
+        psycopg.sql.SQL(statement)))
+    plan = json.dumps(admin.source.execute(psycopg.sql.SQL("explain (format json) execute leg({}, {}, '{{}}', 10)")
+                                           .format(psycopg.sql.Literal("[" + ",".join(map(str, query.tolist())) + "]"),
+                                                   psycopg.sql.Literal([col]))).fetchone()[0])
+    assert f"chunks_hnsw_cosine_{dims}" in plan
+    assert db.execute("select to_regprocedure(%s) is not null",
+                      [f"sift._walk_chunks_cosine_{dims}_full(public.vector, bigint[], jsonpath, integer, bigint)"]
+                      ).fetchone() == (True,)
+    assert len(admin.search("kb", embedding=query, top_k=10, hybrid=False)) == 10
+
+
+def test_a_tenant_causes_a_limited_number_of_index_shapes(db, connect_as):
+    admin = Client(_tenant_admin(db, connect_as, "acme"))
+    Client(db, tenant="globex").create_collection("known", embedding_dims=DIMS)   # a size with its index
+    for i in range(3):
+        admin.create_collection(f"old{i}", embedding_dims=DIMS)                    # costs nothing
+    admin.create_collection("a", embedding_dims=10)
+    admin.add_vector_space("a", "wide", dimensions=11)
+    with pytest.raises(pgsift.LimitExceeded, match="max_index_requests") as info:  # two wait already
+        admin.create_collection("b", embedding_dims=13)
+    assert info.value.limit == "max_index_requests" and info.value.ceiling == "2"
+    assert [c.name for c in admin.list_collections()] == ["a", "old0", "old1", "old2"]   # nothing half-made
+    db.execute("select sift.ensure_dense_indexes()")
+    admin.create_collection("b", embedding_dims=13)
+    admin.create_collection("c", embedding_dims=13, distance="l2")
+    with pytest.raises(pgsift.LimitExceeded, match="at most 4 HNSW index shapes") as info:
+        admin.add_vector_space("c", "more", dimensions=14)
+    assert info.value.limit == "max_index_shapes" and info.value.ceiling == "4"
+    admin.create_collection("same", embedding_dims=13)                            # a shape it has: no new one
+    # a direct write counts the same, and names only the tenant's own rows
+    raw = admin.source
+    with pytest.raises(psycopg.Error) as err, raw.transaction():
+        raw.execute("insert into sift.index_requests (tenant, dimensions, distance, builtin) "
+                    "values ('acme', 15, 'cosine', true)")
+    assert err.value.sqlstate == "SF015"
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), raw.transaction():
+        raw.execute("insert into sift.index_requests (tenant, dimensions, distance, builtin) "
+                    "values ('globex', 15, 'cosine', true)")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), raw.transaction():
+        raw.execute("update sift.index_requests set built_at = null")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), raw.transaction():
+        raw.execute("delete from sift.index_requests")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), raw.transaction():
+        raw.execute("update sift.tenant_limits set max_index_shapes = 100")
+    # the operator raises it for this tenant
+    db.execute("insert into sift.tenant_limits (tenant, max_index_shapes, max_index_requests) values ('acme', 5, 3)")
+    admin.add_vector_space("c", "more", dimensions=14)
+    # the operator itself builds at once, without limits
+    Client(db, tenant="acme").create_collection("op", embedding_dims=16)
+    assert db.execute("select to_regclass('sift.chunks_hnsw_cosine_16') is not null").fetchone() == (True,)
+
+
+def test_a_tenant_cannot_build_or_drop_indexes_itself(db, connect_as):
+    Client(db, tenant="acme").create_collection("kb", embedding_dims=DIMS)
+    raw = _tenant_admin(db, connect_as, "acme")
+    for statement in ("select sift._ensure_dense_index(777, 'cosine')",
+                      "select sift._ensure_dense_index(777, 'cosine', true)",
+                      "select sift._ensure_space_index(space_id) from sift.vector_spaces",
+                      "select sift._drop_orphan_indexes('chunks_hnsw_collection_1')",
+                      "select sift._drop_orphan_indexes()"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="operator"), raw.transaction():
+            raw.execute(statement)
+    assert db.execute("select count(*) from pg_class where relname like '%%_hnsw_cosine_777'").fetchone() == (0,)
+    # a size whose indexes are all there: nothing to build, the walk functions made
+    made = raw.execute(f"select sift._ensure_dense_index({DIMS}, 'cosine')").fetchone()
+    assert made == (f"chunks_hnsw_cosine_{DIMS}",)
+    # a tenant's drop leaves an own index for the operator's sweep (dropping it locks the table)
+    Client(db, tenant="acme").create_collection("own", embedding_dims=DIMS, hnsw_m=6)
+    name = Client(db, tenant="acme").vector_spaces("own")[0].index_name
+    Client(raw).drop_collection("own")
+    assert db.execute("select to_regclass(%s) is not null", [f"sift.{name}"]).fetchone() == (True,)
+    db.execute("select sift.ensure_dense_indexes()")
+    assert db.execute("select to_regclass(%s) is not null", [f"sift.{name}"]).fetchone() == (False,)
+
+
+# -- ceilings on the work of one call (issue 37 item 5) ---------------------------------------------
+
+def test_knob_ceilings_bind_stored_and_per_call_knobs(db, connect_as, hostile):
+    db.execute("insert into sift.tenant_limits (tenant, knob_ceilings, max_match_count) values "
+               "('acme', '{\"fetch_k\": 100, \"neighbours\": 2, \"lexical_budget\": 10000}', 50)")
+    admin = Client(_tenant_admin(db, connect_as, "acme"))
+    with pytest.raises(pgsift.LimitExceeded, match='fetch_k 500 is above the ceiling of 100 for tenant "acme"') as info:
+        admin.create_collection("c", embedding_dims=DIMS, fetch_k=500)
+    assert (info.value.limit, info.value.ceiling) == ("fetch_k", "100")
+    admin.create_collection("c", embedding_dims=DIMS, fetch_k=100)
+    with pytest.raises(pgsift.LimitExceeded, match="neighbours 3"):
+        admin.alter_collection("c", neighbours=3)
+    with pytest.raises(pgsift.LimitExceeded, match="fetch_k"):
+        admin.alter_collection("c", preset="pgvector", fetch_k=1000)
+    admin.upsert_documents("c", [Document(source_uri="d", chunks=[Chunk(content="refund", embedding=[1, 0, 0, 0])])])
+    # per call: a knob above its ceiling, in any form, is refused naming it
+    for knobs in ({"fetch_k": 101}, {"neighbours": 20}, {"lexical_budget": 2_000_000_000},
+                  {"fetch_k": {"c": 1000}}):
+        with pytest.raises(pgsift.LimitExceeded) as info:
+            admin.search("c", "refund", **knobs)
+        assert info.value.limit == next(iter(knobs)), knobs
+    assert len(admin.search("c", "refund", fetch_k=100, neighbours=2)) == 1
+    for statement in ("select * from sift.explain('c', 'refund', knobs => '{\"fetch_k\": 500}')",
+                      "select * from sift.candidates('c', 'refund', knobs => '{\"fetch_k\": 500}')",
+                      "select * from sift.finalize('c', array[1], knobs => '{\"neighbours\": 5}')",
+                      "select * from sift.search_page('c', 'refund', knobs => '{\"fetch_k\": 500}')",
+                      "select * from sift.knobs('c', '{\"fetch_k\": 500}')"):
+        with pytest.raises(psycopg.Error) as err, admin.source.transaction():
+            admin.source.execute(statement).fetchall()
+        assert err.value.sqlstate == "SF015" and err.value.diag.constraint_name in ("fetch_k", "neighbours"), statement
+    # another tenant (no row of its own, the default has none) is not bound
+    assert len(hostile.search("c", "refund", fetch_k=1000, neighbours=20)) == 5
+    # the knobs say the ceiling; the operator raises it
+    allowed = dict(admin.source.execute("select name, allowed from sift.knobs('c')").fetchall())
+    assert allowed["fetch_k"].endswith("(at most 100 for this tenant)") and "at most" not in allowed["rrf_k"]
+    db.execute("update sift.tenant_limits set knob_ceilings = knob_ceilings || '{\"fetch_k\": 1000}' "
+               "where tenant = 'acme'")
+    assert len(admin.search("c", "refund", fetch_k=1000)) == 1
+    # lowered under a stored value: searched with the ceiling, and other settings still change
+    admin.alter_collection("c", fetch_k=800)
+    db.execute("update sift.tenant_limits set knob_ceilings = '{\"fetch_k\": 60}' where tenant = 'acme'")
+    info2 = admin.get_collection("c")
+    assert info2.knobs["fetch_k"] == 800 and info2.settings["fetch_k"] == 60
+    admin.alter_collection("c", dense_weight=0.4)
+    assert admin.get_collection("c").settings["fetch_k"] == 60
+    # the default row binds every tenant without a row of its own
+    db.execute("insert into sift.tenant_limits (tenant, knob_ceilings) values (null, '{\"neighbours\": 1}')")
+    with pytest.raises(pgsift.LimitExceeded, match='neighbours 20 is above the ceiling of 1 for tenant "default"'):
+        hostile.search("c", "refund", neighbours=20)
+    assert hostile.get_collection("c").settings["neighbours"] == 0
+    db.execute("delete from sift.tenant_limits where tenant = 'acme'")
+    assert admin.get_collection("c").settings["fetch_k"] == 800
+    # only numeric knobs, by name, with a value of their domain
+    for bad in ({"fetchk": 10}, {"fetch_k": 0}, {"fetch_k": 10.5}, {"hybrid": 1}, {"fetch_k": "10"}):
+        with pytest.raises(psycopg.Error) as err, db.transaction():
+            db.execute("update sift.tenant_limits set knob_ceilings = %s where tenant is null", [Jsonb(bad)])
+        assert err.value.sqlstate == "SF009", bad
+
+
+def test_the_issues_expensive_calls_are_refused_under_the_recommended_ceilings(db, hostile):
+    """The calls of issue 37 item 5 (14.5 s, 8.9 s) under the ceilings docs/trust.md suggests."""
+    db.execute("insert into sift.tenant_limits (tenant, knob_ceilings, max_match_count, call_time_limit) "
+               "values (null, %s, 100, '5 s')",
+               [Jsonb({"fetch_k": 200, "neighbours": 3, "lexical_budget": 100_000, "max_query_terms": 64,
+                       "page_window": 100, "exact_search_limit": 20_000, "lexical_exact_limit": 20_000,
+                       "lexical_list_limit": 50_000, "rerank_top_n": 100})])
+    with pytest.raises(pgsift.LimitExceeded, match="fetch_k"):
+        hostile.search("c", "refund", fetch_k=1000, neighbours=20)
+    words = " ".join(f"w{i}" for i in range(1000))
+    with pytest.raises(pgsift.LimitExceeded, match="lexical_budget"):
+        hostile.search("c", words, lexical_budget=2_000_000_000, max_query_terms=64, mmr_lambda=0.5)
+    with pytest.raises(pgsift.LimitExceeded, match="max_query_terms"):
+        hostile.search("c", words, max_query_terms=1000)
+    assert len(hostile.search("c", "refund", top_k=100, fetch_k=200, neighbours=3)) == 5
+
+
+def test_a_search_arms_its_time_limit_for_the_stages(db, hostile):
+    def check() -> None:
+        db.execute("select sift._check_deadline('test')")
+
+    with db.transaction():
+        hostile.search("c", "refund")
+        check()                                        # no limit: nothing armed
+    db.execute("insert into sift.tenant_limits (tenant, call_time_limit) values (null, '50 ms')")
+    assert hostile.get_collection("c").settings is not None
+    with pytest.raises(psycopg.Error) as err, db.transaction():
+        db.execute("select count(*) from sift.search('c', 'refund')")
+        check()                                        # within its limit
+        db.execute("select pg_sleep(0.1)")
+        check()
+    assert err.value.sqlstate == "SF015" and err.value.diag.constraint_name == "call_time_limit"
+    assert "ran past its time limit of 0.05 s" in str(err.value)
+    assert isinstance(pgsift.errors.translate(err.value), pgsift.LimitExceeded)
+    with db.transaction():
+        db.execute("select count(*) from sift.search('c', 'refund')")   # armed afresh: a new call
+        check()
+    db.execute("update sift.tenant_limits set call_time_limit = null where tenant is null")
+    with db.transaction():
+        db.execute("select set_config('pgsift.deadline', '1|0.001', true)")   # a stale one
+        db.execute("select count(*) from sift.search('c', 'refund')")
+        check()                                        # cleared by the next call
+
+
+def test_match_count_is_checked_against_the_ceiling_by_its_helper(db, hostile):
+    db.execute("insert into sift.tenant_limits (tenant, max_match_count) values (null, 50)")
+    with db.transaction():
+        cols = "array(select c from sift.collections c where c.name = 'c')"
+        db.execute(f"select sift._within_ceilings({cols}, 50)")
+        with pytest.raises(psycopg.Error) as err:
+            db.execute(f"select sift._within_ceilings({cols}, 51)")
+    assert err.value.sqlstate == "SF015" and err.value.diag.constraint_name == "max_match_count"
+    assert 'match_count 51 is above the ceiling of 50 for tenant "default"' in str(err.value)
+
+
+def test_match_count_above_the_ceiling_is_refused(db, hostile):
+    db.execute("insert into sift.tenant_limits (tenant, max_match_count) values (null, 50)")
+    with pytest.raises(pgsift.LimitExceeded, match="match_count 100 is above the ceiling of 50") as info:
+        hostile.search("c", "refund", top_k=100)
+    assert (info.value.limit, info.value.ceiling) == ("max_match_count", "50")
+    for statement in ("select * from sift.explain('c', 'refund', match_count => 100)",
+                      "select * from sift.candidates('c', 'refund', match_count => 100)",
+                      "select * from sift.finalize('c', array[1], match_count => 100)",
+                      "select * from sift.search_page('c', 'refund', knobs => '{\"page_window\": 100}')"):
+        with pytest.raises(psycopg.Error) as err, db.transaction():
+            db.execute(statement).fetchall()
+        assert err.value.sqlstate == "SF015", statement
+    assert len(hostile.search("c", "refund", top_k=50)) == 5

@@ -371,14 +371,19 @@ def test_every_function_states_its_volatility(db):
         assert {codes[d["volatility"].sval] for d in declared[name]} == {provolatile}, sig
 
 
-def test_only_six_functions_are_security_definer(db):
+def test_only_seven_functions_are_security_definer(db):
     # The index builders and the dropper of orphaned own indexes (only the owner may index the
     # shared tables), the text-index probe (row-level security keeps the index out of reach),
-    # the cleaner of the text index's pending list (only the owner may; no argument) and the
-    # cursor signer (no tenant reads the key); test_trust attacks the probe and the signer, and
-    # the index builder and dropper (tests/test_large_embeddings.py too).
+    # the cleaner of the text index's pending list (only the owner may; no argument), and the
+    # cursor signer and checker (no tenant reads the key). The one signer of 0.2 took any text
+    # from any reader (issue 37): the signer now signs only the payload it builds from fields
+    # it checks, and the checker only says whether a signature is right, so it is two
+    # functions. test_trust attacks the probe, the signer and the checker, and the index
+    # builder and dropper (tests/test_large_embeddings.py too); test_pages the signer.
     definers = [r[0] for r in db.execute(SIFT_FUNCTIONS).fetchall() if r[3]]
-    assert definers == ["sift._clean_text_index()", "sift._cursor_sign(text,name)",
+    assert definers == ["sift._clean_text_index()",
+                        "sift._cursor_encode(text,text,integer,integer,bigint[],name)",
+                        "sift._cursor_verify(text,text,name)",
                         "sift._drop_orphan_indexes(text)",
                         "sift._ensure_dense_index(integer,sift.distance,boolean)",
                         "sift._ensure_space_index(bigint,name)", "sift._text_matches(bigint,tsquery,name)"]
@@ -391,7 +396,9 @@ def test_only_six_functions_are_security_definer(db):
         assert sorted(grantees(builder)) == ["postgres", "sift_admin"]   # owner and admins, not PUBLIC
     assert sorted(grantees("_clean_text_index")) == ["postgres", "sift_writer"]
     assert sorted(grantees("_text_matches")) == ["postgres", "sift_gateway", "sift_reader"]
-    assert sorted(grantees("_cursor_sign")) == ["postgres", "sift_gateway", "sift_reader"]
+    for cursors in ("_cursor_encode", "_cursor_verify"):   # paging runs as its caller, and calls them
+        assert sorted(grantees(cursors)) == ["postgres", "sift_gateway", "sift_reader"]
+    assert sorted(grantees("_cursor_mac")) == ["postgres"]   # the key's signature: inside those two only
 
 
 def test_every_function_pins_a_pg_catalog_first_path(db):

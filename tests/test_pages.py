@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import itertools
 import json
 import random
@@ -157,25 +158,36 @@ def test_the_same_request_said_another_way_continues(kb, db):
         assert [h["chunk_id"] for h in sorted(nxt, key=lambda h: h["rank"])] == [h["chunk_id"] for h in whole[4:8]]
 
 
+FP = "0123456789abcdef" * 2   # a fingerprint's shape
+
+
 def test_served_chunk_ids_travel_short_and_whole(db):
     rng = random.Random(5)
     for _ in range(40):
         ids = sorted(set(rng.sample(range(1, 10**12), rng.randrange(0, 30)) +
                          [x for lo in rng.sample(range(1, 10**6), 3) for x in range(lo, lo + rng.randrange(1, 50))]))
         runs = db.execute("select sift._seen_runs(%s::bigint[])", [ids]).fetchone()[0]
-        cursor = db.execute("select sift._cursor_encode('search', 'f', 100, 3, %s::bigint[])", [ids]).fetchone()[0]
-        back = db.execute("select seen from sift._cursor_decode(%s, 'search', 'f')", [cursor]).fetchone()[0]
+        cursor = db.execute("select sift._cursor_encode('search', %s, 100, 3, %s::bigint[])", [FP, ids]).fetchone()[0]
+        back = db.execute("select seen from sift._cursor_decode(%s, 'search', %s)", [cursor, FP]).fetchone()[0]
         assert back == ids and len(runs) < 20 * (1 + len(ids))
-    long = db.execute("select sift._cursor_encode('search', 'f', 1000, 20000, "
-                      "array(select generate_series(1000000, 1019999))::bigint[])").fetchone()[0]
+    long = db.execute("select sift._cursor_encode('search', %s, 1000, 20000, "
+                      "array(select generate_series(1000000, 1019999))::bigint[])", [FP]).fetchone()[0]
     assert len(long) < 200          # 20,000 consecutive ids: one run
 
 
+def signature(db, body: str, tenant: str = "default") -> str:
+    """What sift._cursor_mac computes, here from the key the test's superuser may read: no role
+    of pgsift's can sign a payload it wrote itself."""
+    key = bytes(db.execute("select key from sift.cursor_keys").fetchone()[0])
+    inner = hashlib.sha256(key + f"{tenant}\n{body}".encode()).digest()
+    return hashlib.sha256(key + inner).hexdigest()[:32]
+
+
 def test_a_signed_cursor_is_still_checked(db):
-    """The signer signs for the caller's own tenant; what it signs is checked all the same."""
+    """What carries a valid signature is checked all the same when it is read."""
     def signed(payload: dict) -> str:
         body = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
-        return body + "." + db.execute("select sift._cursor_sign(%s)", [body]).fetchone()[0]
+        return body + "." + signature(db, body)
 
     good = {"v": 1, "k": "search", "f": "f", "w": 100, "n": 3, "s": "a+2"}
     assert db.execute("select seen from sift._cursor_decode(%s, 'search', 'f')",
@@ -184,6 +196,73 @@ def test_a_signed_cursor_is_still_checked(db):
                 {"s": "f" * 16}, {"s": "1+fffff"}):
         with refused("SF012"), db.transaction():
             db.execute("select * from sift._cursor_decode(%s, 'search', 'f')", [signed(good | bad)])
+
+
+def test_the_signer_signs_only_what_a_page_issues(db):
+    for args in (("scroll", FP, 100, 3, [1, 2, 3]), ("search", "f", 100, 3, [1, 2, 3]),
+                 ("search", FP.upper(), 100, 3, [1, 2, 3]), ("search", FP, 0, 3, [1, 2, 3]),
+                 ("search", FP, 1001, 3, [1, 2, 3]), ("search", FP, 100, 0, [1, 2, 3]),
+                 ("search", FP, 100, 4, [1, 2, 3]), ("search", FP, 100, 1, [0]), ("search", FP, 100, 1, [None]),
+                 ("search", FP, 100, 1, None), (None, FP, 100, 1, [1])):
+        with refused("SF012"), db.transaction():
+            db.execute("select sift._cursor_encode(%s, %s, %s, %s, %s::bigint[])", list(args))
+    # a text of the caller's is signed nowhere: the old signer is gone, the MAC is the owner's
+    assert db.execute("select count(*) from pg_proc where proname = '_cursor_sign'").fetchone()[0] == 0
+
+
+def test_a_reader_cannot_re_sign_an_edited_cursor_to_any_gain(kb, db, connect_as):
+    """Issue 37: sift._cursor_sign was a security definer any reader could call with any
+    payload, so an edited cursor, re-signed, was accepted. The signer now builds what it signs
+    from fields it checks, and a page checks the rest against the request itself: a reader
+    calling it directly gets a cursor for its own tenant that serves hits of the request's own
+    window, never one twice, which real paging serves too."""
+    db.execute("select sift.map_role('t_reader', 'default')")
+    reader = connect_as("t_reader")
+    vec = "[" + ",".join(["0.5"] * DIMS) + "]"
+    base = {"collection": "pages", "query_text": "alpha", "query_embedding": vec, "knobs": Jsonb({"page_window": 20})}
+    window = [h["chunk_id"] for h in rows(reader, "search", collection="pages", query_text="alpha",
+                                          query_embedding=vec, match_count=20, knobs={"page_window": 20})]
+    first = rows(reader, "search_page", **base, page_size=5)
+    cursor = max(first, key=lambda h: h["rank"])["cursor"]
+    body, mac = cursor.split(".")
+    payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    seen = reader.execute("select seen from sift._cursor_decode(%s, 'search', %s)",
+                          [cursor, payload["f"]]).fetchone()[0]
+
+    def resign(**changes) -> str:
+        p = payload | changes
+        return reader.execute("select sift._cursor_encode(%s, %s, %s, %s, %s::bigint[])",
+                              [p["k"], p["f"], p["w"], p["n"], p.get("seen", seen)]).fetchone()[0]
+
+    # the issue's way: sign the edited text itself
+    edited = base64.urlsafe_b64encode(json.dumps(payload | {"w": 1000}).encode()).decode().rstrip("=")
+    for call in (f"select sift._cursor_sign('{edited}')", f"select sift._cursor_mac('default', '{edited}')"):
+        with refused("42883" if "_sign" in call else "42501"), reader.transaction():
+            reader.execute(call)
+    assert reader.execute("select sift._cursor_verify(%s, %s)", [body, mac]).fetchone()[0] is True
+    assert reader.execute("select sift._cursor_verify(%s, %s)", [edited, mac]).fetchone()[0] is False
+    # re-signed through the signer, the same as what the page issued; a window of its own choosing is
+    # signed, and refused by the page (the request decides its window)
+    assert resign() == cursor
+    with refused("SF012"), reader.transaction():
+        rows(reader, "search_page", **base, page_size=5, cursor=resign(w=1000))
+    for changes in ({"f": "x"}, {"k": "scroll"}, {"n": 0}, {"seen": [-1]}):
+        with refused("SF012"), reader.transaction():
+            resign(**changes)
+    with refused("42501"), reader.transaction():   # for another role's tenant
+        reader.execute("select sift._cursor_encode('search', %s, 20, 1, array[1]::bigint[], 't_admin')", [FP])
+    # what is left to edit: which hits count as served. Whatever the reader says, a page is the
+    # next hits of the request's own window that it does not name, as a client dropping rows
+    # would have them: nothing a real paging does not serve.
+    for marked in ([], window[::2], [c for c in seen if c % 2], [10**12]):
+        page = rows(reader, "search_page", **base, page_size=5, cursor=resign(n=1, seen=marked or [10**12]))
+        got = [h["chunk_id"] for h in sorted(page, key=lambda h: h["rank"])]
+        assert got == [c for c in window if c not in set(marked)][:5]
+    # and what it signed is its tenant's only
+    globex = Client(db, tenant="globex")
+    globex.create_collection("pages", embedding_dims=DIMS)
+    with pytest.raises(InvalidCursor, match="not issued to tenant"):
+        globex.search_page("pages", "alpha", embedding=[0.5] * DIMS, page_size=5, cursor=resign(), page_window=20)
 
 
 def test_window_and_exhausted_say_why_nothing_follows(kb, db):

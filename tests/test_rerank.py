@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import pgsift
 import psycopg
 import pytest
 from pgsift import (
@@ -33,6 +34,7 @@ from pgsift import (
 )
 from pgsift.compat import GRACE_S
 from pgsift.rerankers import RerankOutcome
+from pgsift.schema import migration_files, with_vector_schema
 from rerank_servers import RerankServer, closed_port, import_providers, keyword_scorer, loopback_only, reverse_scorer
 
 PROVIDERS = ("voyage", "cohere", "tei")
@@ -40,6 +42,8 @@ MODELS = {"voyage": "rerank-2", "cohere": "rerank-v3.5", "tei": "bge-reranker"}
 KEY = "test-key-123"
 ENV_KEY = "PGSIFT_TEST_KEY"
 DOCS = [f"passage number {i} about refunds" for i in range(8)]
+# Where the loopback servers listen: the endpoint a test maps a key for.
+LOOPBACK = ["http://127.0.0.1:"]
 # What a loaded two-core machine adds to a wall-clock bound (thread wake-ups); the engine's
 # own allowance past a deadline is compat.GRACE_S.
 SLACK_S = 0.2
@@ -106,12 +110,15 @@ def assert_fallback(outcome: RerankOutcome, n: int) -> None:
 
 @pytest.fixture
 def operator(db):
-    """The operator's side: map a tenant's secret_ref, allow an endpoint (superuser)."""
+    """The operator's side: map a tenant's secret_ref (for a provider, and the loopback
+    servers that stand in for its endpoint), allow an endpoint (superuser)."""
 
     class Operator:
         @staticmethod
-        def map_secret(tenant: str, ref: str, source: str) -> None:
-            db.execute("select sift.map_secret(tenant => %s, secret_ref => %s, source => %s)", [tenant, ref, source])
+        def map_secret(tenant: str, ref: str, source: str, provider: str = "voyage",
+                       endpoints: list[str] | None = LOOPBACK) -> None:
+            db.execute("select sift.map_secret(tenant => %s, secret_ref => %s, source => %s, provider => %s, "
+                       "endpoints => %s::text[])", [tenant, ref, source, provider, endpoints])
 
         @staticmethod
         def allow(prefix: str = "http://127.0.0.1:", tenant: str | None = None) -> None:
@@ -308,6 +315,78 @@ def test_fault_falls_back_to_the_pool_order(servers, provider, fault, caplog):
     else:
         assert outcome.attempts == (2 if retried else 1)
     assert outcome.latency_ms <= (deadline_s + GRACE_S + SLACK_S) * 1000
+
+
+# -- redirects: never followed -------------------------------------------------------------------
+
+def redirecting(servers, provider: str, fault: str) -> tuple[RerankServer, RerankServer]:
+    """A server on another host name (localhost) that speaks every protocol, and the allowed
+    endpoint (127.0.0.1) that answers each request with a redirect to it."""
+    target = servers()
+    origin = servers(fault=fault, redirect_to=f"http://localhost:{target.port}")
+    return origin, target
+
+
+def assert_redirect_refused(outcome: RerankOutcome, target: RerankServer, fault: str) -> None:
+    assert_fallback(outcome, len(DOCS))
+    assert outcome.fault == "redirected" and outcome.called and outcome.attempts == 1   # not retried
+    assert f"HTTP {fault}" in outcome.reason and "localhost" in outcome.reason
+    assert target.requests == []   # nothing reached the target: no query, no texts, no key
+
+
+@pytest.mark.parametrize("fault", ["307", "302", "301", "308"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_redirect_is_never_followed(servers, provider, fault, caplog):
+    origin, target = redirecting(servers, provider, fault)
+    with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+        outcome = rerankers.rerank_pool(reranker_for_server(provider, origin), "q", None, DOCS, deadline_s=4.0,
+                                        max_attempts=2)
+    assert_redirect_refused(outcome, target, fault)
+    assert len(origin.requests) == 1 and origin.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert "redirected" in caplog.text and KEY not in caplog.text
+
+
+@pytest.mark.parametrize("fault", ["307", "302"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_async_a_redirect_is_never_followed(servers, provider, fault):
+    origin, target = redirecting(servers, provider, fault)
+    outcome = await rerankers.arerank_pool(reranker_for_server(provider, origin), "q", None, DOCS, deadline_s=4.0)
+    assert_redirect_refused(outcome, target, fault)
+    assert len(origin.requests) == 1
+
+
+def test_voyage_puts_the_threads_own_session_back(servers):
+    # The sync Voyage client sends through voyageai's per-thread requests session: for each
+    # call that is one of ours, which follows no redirect, and the thread's own comes back.
+    import requests
+    from voyageai.api_resources import api_requestor
+
+    context = api_requestor._thread_context
+    saved = dict(vars(context))
+    mine = context.session = requests.Session()
+    try:
+        origin, target = redirecting(servers, "voyage", "307")
+        with pytest.raises(rerankers.RerankCallError) as refused:
+            reranker_for_server("voyage", origin).rerank("q", DOCS)   # in this thread
+        assert refused.value.fault == "redirected" and target.requests == []
+        assert context.session is mine
+        assert len(reranker_for_server("voyage", servers()).rerank("q", DOCS)) == len(DOCS)
+        assert context.session is mine
+    finally:
+        vars(context).clear()
+        vars(context).update(saved)
+
+
+def test_a_search_whose_endpoint_redirects_keeps_its_order(two_tenants, servers, caplog):
+    acme = two_tenants["acme"]
+    origin, target = redirecting(servers, "voyage", "307")
+    use(acme, origin, "voyage")
+    plain = acme.search("kb", "refund", embedding=[1, 0, 0], top_k=5, rerank=False)
+    with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+        result = acme.search("kb", "refund", embedding=[1, 0, 0], top_k=5)
+    assert [h.chunk_id for h in result] == [h.chunk_id for h in plain]   # the fused order, whole
+    assert not result.reranked and result.rerank.fault == "redirected" and "redirected" in caplog.text
+    assert len(origin.requests) == 1 and target.requests == []
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -878,13 +957,18 @@ def test_no_table_readable_by_search_holds_a_secret(db, acme, operator, monkeypa
 @pytest.fixture
 def two_tenants(db, operator, monkeypatch):
     """acme and other, each with a collection "kb" of 12 chunks; loopback allowed; each
-    tenant's "voyage" key mapped to its own variable."""
+    tenant's "voyage" key mapped to its own variable (for Voyage at the loopback servers), and
+    acme's "cohere" and "tei" keys (for those providers)."""
     monkeypatch.setenv("PGSIFT_ACME_VOYAGE", "acme-key")
     monkeypatch.setenv("PGSIFT_OTHER_VOYAGE", "other-key")
+    monkeypatch.setenv("PGSIFT_ACME_COHERE", "acme-cohere-key")
+    monkeypatch.setenv("PGSIFT_ACME_TEI", "acme-tei-key")
     operator.allow()
     operator.map_secret("acme", "voyage", "env:PGSIFT_ACME_VOYAGE")
     operator.map_secret("other", "voyage", "env:PGSIFT_OTHER_VOYAGE")
     operator.map_secret("other", "other-voyage", "env:PGSIFT_OTHER_VOYAGE")
+    operator.map_secret("acme", "cohere", "env:PGSIFT_ACME_COHERE", provider="cohere")
+    operator.map_secret("acme", "tei", "env:PGSIFT_ACME_TEI", provider="tei")
     clients = {t: Client(db, tenant=t) for t in ("acme", "other")}
     for tenant, client in clients.items():
         client.create_collection("kb", embedding_dims=3)
@@ -933,7 +1017,7 @@ def test_no_secret_ref_reaches_a_variable_no_mapping_names(db, two_tenants, serv
     db.execute("select sift.map_role('t_admin', 'acme')")
     tenant_admin = connect_as("t_admin")
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
-        tenant_admin.execute("select sift.map_secret('acme', 'database_url', 'env:DATABASE_URL')")
+        tenant_admin.execute("select sift.map_secret('acme', 'database_url', 'env:DATABASE_URL', 'any')")
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         tenant_admin.execute("insert into sift.secret_mappings values ('acme', 'database_url', 'env:DATABASE_URL')")
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
@@ -944,7 +1028,7 @@ def test_no_secret_ref_reaches_a_variable_no_mapping_names(db, two_tenants, serv
 
 def test_the_resolver_gets_the_operators_source_and_nothing_else(db, two_tenants, operator, servers):
     server = servers()
-    operator.map_secret("acme", "tei", "vault:kv/acme/tei")
+    operator.map_secret("acme", "tei", "vault:kv/acme/tei", provider="tei")
     seen: list[str] = []
     acme = Client(db, tenant="acme", secrets=lambda source: seen.append(source) or "from-vault")
     use(acme, server, "tei", provider="tei")
@@ -1016,6 +1100,167 @@ def test_a_revoked_endpoint_is_refused(db, acme, operator, servers):
     assert "no longer allows" in cfg.refused
     outcome = rerankers.rerank_search(cfg, query="q", pool_texts=DOCS, top_k=3)
     assert outcome.fault == "not_allowed" and server.requests == []
+
+
+# -- keys: to the provider and the hosts they are mapped for, only ---------------------------------
+
+def test_a_key_is_refused_to_a_reranker_of_another_provider(db, two_tenants, operator, servers, caplog):
+    """The attack of issue 37: acme's Voyage key, named by a TEI reranker at a host the operator
+    allowed for acme, went there as a bearer token. Now refused when registered, and refused at
+    search time for a row that got past registration (the key mapped later, a direct insert):
+    the search goes on in fused order, no request is made."""
+    acme = two_tenants["acme"]
+    tei_host = servers()
+    with pytest.raises(RerankerNotAllowed) as refused:
+        acme.register_reranker("x", "tei", base_url=tei_host.url, secret_ref="voyage")
+    assert "mapped for voyage, not for tei" in str(refused.value) and "acme-key" not in str(refused.value)
+    with pytest.raises(psycopg.Error) as raw, db.transaction():
+        db.execute("select sift.set_tenant('acme')")
+        db.execute("select sift.register_reranker('x', 'tei', base_url => %s, secret_ref => 'voyage')", [tei_host.url])
+    assert raw.value.sqlstate == "SF008"
+    assert acme.drop_reranker("x") is False   # nothing was registered
+    # registered before the key was mapped (or written past sift.register_reranker)
+    acme.register_reranker("x", "tei", base_url=tei_host.url, secret_ref="unmapped-yet")
+    operator.map_secret("acme", "unmapped-yet", "env:PGSIFT_ACME_VOYAGE", provider="voyage")
+    acme.alter_collection("kb", reranker="x", rerank=True)
+    cfg = acme.reranker_for("kb")
+    assert not cfg.usable and cfg.chosen_by == "refused" and cfg.secret_source is None
+    assert 'reranker "x": the key of secret_ref "unmapped-yet" is mapped for voyage, not for tei' in cfg.refused
+    plain = acme.search("kb", "refund", embedding=[1, 0, 0], top_k=5, rerank=False)
+    with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+        result = acme.search("kb", "refund", embedding=[1, 0, 0], top_k=5)
+    assert [h.chunk_id for h in result] == [h.chunk_id for h in plain]
+    assert result.rerank.fault == "not_allowed" and not result.rerank.called and "not_allowed" in caplog.text
+    assert tei_host.requests == []
+    # the other way round: a TEI key is no Voyage key either
+    with pytest.raises(RerankerNotAllowed, match="mapped for tei, not for voyage"):
+        acme.register_reranker("y", "voyage", base_url=tei_host.base_url("voyage"), secret_ref="tei")
+
+
+def test_a_key_goes_to_the_hosts_it_is_mapped_for_only(db, two_tenants, operator, servers, caplog):
+    """Its provider's own endpoint (base_url null) and the mapping's endpoints, even where the
+    operator allows the tenant more hosts."""
+    acme = two_tenants["acme"]
+    elsewhere = servers()
+    operator.allow("http://localhost:", tenant="acme")   # a host acme may call, keyless
+    operator.map_secret("acme", "voyage", "env:PGSIFT_ACME_VOYAGE", endpoints=None)   # Voyage's own endpoint
+    assert acme.register_reranker("own", "voyage", secret_ref="voyage")["base_url"] is None
+    for url in (elsewhere.base_url("voyage"), f"http://localhost:{elsewhere.port}/v1"):
+        with pytest.raises(RerankerNotAllowed, match="may not be sent to .*voyage's own endpoint"):
+            acme.register_reranker("proxy", "voyage", base_url=url, secret_ref="voyage")
+    operator.map_secret("acme", "voyage", "env:PGSIFT_ACME_VOYAGE", endpoints=[elsewhere.url + "/v1"])
+    acme.register_reranker("proxy", "voyage", base_url=elsewhere.base_url("voyage"), secret_ref="voyage")
+    with pytest.raises(RerankerNotAllowed, match="may not be sent to"):
+        acme.register_reranker("other", "voyage", base_url=f"http://localhost:{elsewhere.port}/v1",
+                               secret_ref="voyage")
+    # a keyless reranker may still call what the operator allows
+    assert acme.register_reranker("free", "tei", base_url=f"http://localhost:{elsewhere.port}")["secret_ref"] is None
+    acme.alter_collection("kb", reranker="proxy", rerank=True)
+    assert acme.search("kb", "refund", embedding=[1, 0, 0]).reranked
+    assert [r.headers["authorization"] for r in elsewhere.requests] == ["Bearer acme-key"]
+    # the operator narrows the mapping: the next search is refused, and sends nothing
+    operator.map_secret("acme", "voyage", "env:PGSIFT_ACME_VOYAGE", endpoints=None)
+    with caplog.at_level(logging.WARNING, logger="pgsift.rerank"):
+        result = acme.search("kb", "refund", embedding=[1, 0, 0], top_k=5)
+    assert len(result) == 5 and result.rerank.fault == "not_allowed" and "may not be sent to" in result.rerank.reason
+    assert len(elsewhere.requests) == 1
+
+
+def test_any_provider_is_the_operators_explicit_choice(db, two_tenants, operator, servers):
+    acme = two_tenants["acme"]
+    server = servers()
+    operator.map_secret("acme", "shared", "env:PGSIFT_ACME_TEI", provider="any")
+    for provider in ("voyage", "cohere", "tei"):
+        acme.register_reranker(provider, provider, base_url=server.base_url(provider), secret_ref="shared")
+    acme.alter_collection("kb", reranker="tei", rerank=True)
+    assert acme.search("kb", "refund", embedding=[1, 0, 0]).reranked
+    assert server.requests[-1].headers["authorization"] == "Bearer acme-tei-key"
+    assert db.execute("select provider, endpoints from sift.secret_mappings where secret_ref = 'shared'"
+                      ).fetchone() == ("any", LOOPBACK)
+
+
+@pytest.mark.parametrize("args, problem", [
+    ({"provider": None}, "say which provider"),
+    ({"provider": "openai"}, "say which provider"),
+    ({"provider": "tei", "endpoints": None}, "tei has no endpoint of its own"),
+    ({"endpoints": []}, "endpoints must be"),
+    ({"endpoints": ["http://127.0.0.1:1@evil.example/"]}, "endpoints must be"),
+    ({"endpoints": ["ftp://files.example/"]}, "endpoints must be"),
+    ({"endpoints": [None]}, "endpoints must be"),
+])
+def test_map_secret_says_what_a_key_is_for(db, args, problem):
+    given = {"provider": "voyage", "endpoints": None} | args
+    with pytest.raises(psycopg.Error) as refused:
+        db.execute("select sift.map_secret('acme', 'k', 'env:K', provider => %s, endpoints => %s::text[])",
+                   [given["provider"], given["endpoints"]])
+    assert refused.value.sqlstate == "SF003" and problem in str(refused.value)
+    # and the table keeps what a direct write would slip in
+    with pytest.raises(psycopg.errors.CheckViolation):
+        db.execute("insert into sift.secret_mappings values ('acme', 'k', 'env:K', 'voyage', "
+                   "array['http://a.example:1@evil.example/'])")
+    with pytest.raises(psycopg.errors.UndefinedFunction):   # the old signature, which said no provider
+        db.execute("select sift.map_secret('acme', 'k', 'env:K')")
+
+
+def test_a_tenant_admin_cannot_send_its_key_elsewhere_by_any_way_in(db, two_tenants, servers, connect_as):
+    """As the attacker of issue 37 is: a role of tenant acme with sift_admin. Neither
+    registering, nor writing the row directly (admins may), nor the operator's later allowance
+    of more hosts gets acme's Voyage key to a host it is not mapped for."""
+    db.execute("select sift.map_role('t_admin', 'acme')")
+    conn = connect_as("t_admin")
+    admin = Client(conn)
+    theirs = servers()   # hosts the operator allows acme to call: acme's own TEI, say
+    db.execute("select sift.allow_endpoint('http://localhost:', tenant => 'acme')")
+    with pytest.raises(RerankerNotAllowed, match="mapped for voyage, not for tei"):
+        admin.register_reranker("exfil", "tei", base_url=theirs.url, secret_ref="voyage")
+    with pytest.raises(RerankerNotAllowed, match="may not be sent to"):   # the right provider, another host
+        admin.register_reranker("exfil", "voyage", base_url=f"http://localhost:{theirs.port}/v1", secret_ref="voyage")
+    conn.execute("insert into sift.rerankers (tenant, alias, provider, model, base_url, secret_ref, timeout_ms, "
+                 "deadline_ms, max_attempts, context_chars) values ('acme', 'exfil', 'tei', 'tei', %s, 'voyage', "
+                 "1000, 2000, 1, 100)", [theirs.url])
+    admin.alter_collection("kb", reranker="exfil", rerank=True)
+    result = admin.search("kb", "refund", embedding=[1, 0, 0], top_k=5)
+    assert len(result) == 5 and result.rerank.fault == "not_allowed" and not result.rerank.called
+    assert "mapped for voyage, not for tei" in result.rerank.reason
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):   # nor may it say what its key is for
+        conn.execute("update sift.secret_mappings set provider = 'any', endpoints = null")
+    assert theirs.requests == []
+
+
+def test_an_upgrade_maps_old_keys_for_what_they_were_for_or_for_nothing(db, acme, operator, monkeypatch):
+    """Migration 0036 on mappings an older version wrote (no provider, no endpoints): the provider
+    its own words name, else the one provider (with an endpoint of its own) of the rerankers that
+    name it, else none (refused until mapped again); TEI keys keep the hosts they were used at."""
+    operator.allow()
+    acme.create_collection("kb", embedding_dims=3)
+    rows = [  # secret_ref, source, the providers (and base_urls) of the rerankers naming it
+        ("voyage", "env:PGSIFT_ACME_VOYAGE", [("voyage", None), ("tei", "http://127.0.0.1:7/")]),  # an attack
+        ("main", "vault:kv/acme/main", [("cohere", None)]),
+        ("mixed", "env:KEY_X", [("voyage", None), ("tei", "http://127.0.0.1:8")]),
+        ("tei-key", "env:PGSIFT_ACME_TEI", [("tei", "http://127.0.0.1:9/"), ("tei", "http://127.0.0.1:9/x")]),
+        ("onlytei", "env:KEY_Y", [("tei", "http://127.0.0.1:6")]),
+        ("lonely", "env:KEY_Z", []),
+    ]
+    for ref, _source, used in rows:
+        for i, (provider, url) in enumerate(used):
+            acme.register_reranker(f"{ref}-{i}", provider, base_url=url, secret_ref=ref)
+    with db.transaction():
+        db.execute("alter table sift.secret_mappings drop column provider, drop column endpoints")
+        for ref, source, _ in rows:
+            db.execute("insert into sift.secret_mappings values ('acme', %s, %s)", [ref, source])
+        (migration,) = [m for m in migration_files() if m.version == "0036_secret_providers"]
+        db.execute(with_vector_schema(migration.text, "public"))
+    pgsift.migrate(db, force=True)
+    placed = {r[0]: r[1:] for r in db.execute(
+        "select secret_ref, provider, endpoints from sift.secret_mappings order by 1").fetchall()}
+    assert placed == {"voyage": ("voyage", None), "main": ("cohere", None), "mixed": (None, None),
+                      "tei-key": ("tei", ["http://127.0.0.1:9/", "http://127.0.0.1:9/x"]),
+                      "onlytei": (None, None), "lonely": (None, None)}
+    usable = {alias: acme.reranker_for("kb", reranker=alias) for alias in
+              [f"{ref}-{i}" for ref, _, used in rows for i in range(len(used))]}
+    assert {alias for alias, cfg in usable.items() if cfg.usable} == {"voyage-0", "main-0", "tei-key-0", "tei-key-1"}
+    assert "mapped for voyage, not for tei" in usable["voyage-1"].refused
+    assert "has not said which provider" in usable["mixed-0"].refused
 
 
 # -- tenancy: the database keeps tenants apart --------------------------------------------------
@@ -1141,7 +1386,7 @@ def test_usage_success_is_billed_failure_is_not(db, two_tenants, servers):
     reranked = acme.rerank("kb", "refund policy", embedding=[1, 0, 0], top_k=5)
     assert reranked.outcome.reranked and reranked.outcome.usage_recorded is True
     bad = servers(fault="500")
-    use(acme, bad, "voyage", provider="cohere", alias="coh")
+    use(acme, bad, "cohere", provider="cohere", alias="coh")
     failed = acme.rerank("kb", "refund policy", embedding=[1, 0, 0], top_k=5)
     assert failed.outcome.fault == "server_error" and failed.outcome.usage_recorded is True
     skipped = acme.rerank("kb", " ", embedding=[1, 0, 0], top_k=5)
@@ -1160,7 +1405,7 @@ def test_usage_success_is_billed_failure_is_not(db, two_tenants, servers):
 def test_partial_and_invalid_calls_are_not_billed(db, two_tenants, servers):
     acme = two_tenants["acme"]
     for fault in ("partial", "nan"):
-        use(acme, servers(fault=fault), "voyage", provider="tei")
+        use(acme, servers(fault=fault), "tei", provider="tei")
         assert acme.rerank("kb", "refund", embedding=[1, 0, 0]).outcome.called
     rows = usage_rows(db)
     assert [(r[9], r[10]) for r in rows] == [(False, False), (False, False)]
@@ -1180,7 +1425,7 @@ def test_a_failed_call_can_never_be_billed(db):
 
 async def test_async_rerank_is_metered(db, dsn, two_tenants, servers):
     server = servers()
-    use(two_tenants["acme"], server, "voyage", provider="cohere", alias="coh")
+    use(two_tenants["acme"], server, "cohere", provider="cohere", alias="coh")
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         client = AsyncClient(conn, tenant="acme")
         cfg = await client.reranker_for("kb")

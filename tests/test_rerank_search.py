@@ -54,7 +54,8 @@ def kb(db):
     operator having mapped acme's "voyage" key and allowed loopback endpoints."""
     db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
     db.execute("select sift.map_secret(tenant => 'acme', secret_ref => 'voyage', "
-               "source => 'env:PGSIFT_TEST_ACME_VOYAGE')")
+               "source => 'env:PGSIFT_TEST_ACME_VOYAGE', provider => 'voyage', "
+               "endpoints => array['http://127.0.0.1:'])")
     client = Client(db, tenant=TENANT)
     client.create_collection("kb", embedding_dims=DIMS)
     rng = np.random.default_rng(4)

@@ -102,8 +102,8 @@ def test_a_collection_with_its_own_index_switches_too(db):
 
 
 def test_a_tenant_admin_never_locks_the_table_for_everyone(db, connect_as):
-    """A tenant's admin creating a large collection leaves the storage to the operator: the
-    switch would lock sift.chunks against every tenant's searches until its transaction ends,
+    """A tenant's admin creating a large collection leaves the index and the storage to the
+    operator: either would lock sift.chunks against every tenant until its transaction ends,
     and it could keep that transaction open."""
     db.execute("select sift.map_role('t_admin', 'acme')")
     admin = connect_as("t_admin")
@@ -114,7 +114,7 @@ def test_a_tenant_admin_never_locks_the_table_for_everyone(db, connect_as):
         held = {r[0] for r in admin.execute("select mode from pg_locks where pid = pg_backend_pid() "
                                             "and relation = 'sift.chunks'::regclass")}
         assert "AccessExclusiveLock" not in held
-    assert any("only the operator moves them out of line" in n for n in notices)
+    assert any("waits for the operator's build" in n for n in notices)
     assert storage(db) == "m"
     db.execute("select * from sift.ensure_dense_indexes()")      # the operator, later
     assert storage(db) == "x"

@@ -184,7 +184,8 @@ def reranked(db, monkeypatch) -> Iterator[RerankServer]:
     pgsift.rerankers.clear_reranker_cache()
     db.execute("select sift.allow_endpoint(url_prefix => 'http://127.0.0.1:')")
     db.execute("select sift.map_secret(tenant => 'acme', secret_ref => 'voyage', "
-               "source => 'env:PGSIFT_TEST_ACME_VOYAGE')")
+               "source => 'env:PGSIFT_TEST_ACME_VOYAGE', provider => 'voyage', "
+               "endpoints => array['http://127.0.0.1:'])")
     acme = Client(db, tenant="acme")
     acme.create_collection("kb", embedding_dims=DIMS)
     acme.upsert_documents("kb", random_documents(np.random.default_rng(2), 20, DIMS, words=WORDS, prefix="kb"))

@@ -40,6 +40,8 @@ OWNED = {
     "secret_mappings": "tenant = %(t)s",
     "allowed_endpoints": "tenant = %(t)s",
     "tenant_roles": "tenant = %(t)s",
+    "index_requests": "tenant = %(t)s",
+    "tenant_limits": "tenant = %(t)s",
     "golden_questions": "golden_set_id in (select golden_set_id from sift.golden_sets where collection_id in "
                         "(select collection_id from sift.collections where tenant = %(t)s))",
     "golden_positives": "question_id in (select question_id from sift.golden_questions where golden_set_id in "
@@ -103,7 +105,8 @@ def tenants(db):
             conn.execute("insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, metrics) "
                          "select collection_id, %s, 'gs', 'pipeline', 10, '{\"ndcg\": 0.5}' "
                          "from sift.collections where name = 'docs' and tenant = %s", [set_id, tenant])
-        db.execute("select sift.map_secret(%s, 'tei-key', %s)", [tenant, f"env:PGSIFT_{tenant.upper()}_TEI"])
+        db.execute("select sift.map_secret(%s, 'tei-key', %s, 'tei', array['http://127.0.0.1:9/'])",
+                   [tenant, f"env:PGSIFT_{tenant.upper()}_TEI"])
         for kind in KINDS:
             role = role_name(tenant, kind)
             if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
@@ -283,7 +286,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("drop_reranker", one("select sift.drop_reranker('rr-of-nobody')")),
         ("record_usage", one("select sift.record_rerank_usage('rr', 'tei', 'tei', 1, 1, true)")),
         ("store_threshold", one("select sift.store_calibrated_threshold(%s, 'rr', 0.5)", [name])),
-        ("map_secret", one("select sift.map_secret(%s, 'tei-key', 'env:DATABASE_URL')", [other])),
+        ("map_secret", one("select sift.map_secret(%s, 'tei-key', 'env:DATABASE_URL', 'any')", [other])),
         ("allow_endpoint", one("select sift.allow_endpoint('http://evil.example/', %s)", [other])),
         ("map_role", one("select sift.map_role(current_user, %s)", [other])),
         # internal functions, forged arguments: a collection row that is not the caller's
@@ -295,6 +298,12 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("forged_space_index", one("select sift._ensure_space_index(%s)", [rng.randint(1, 40)])),
         ("forged_space_index_as", one("select sift._ensure_space_index(%s, 'postgres')", [rng.randint(1, 40)])),
         ("forged_drop_orphans", rows("select * from sift._drop_orphan_indexes() as name")),
+        # an index of a new size on the shared tables: only the operator's session builds one
+        ("forged_dense_index", one("select sift._ensure_dense_index(777, 'cosine') as name")),
+        ("request index", one("insert into sift.index_requests (tenant, dimensions, distance, builtin) "
+                              "values (%s, 777, 'cosine', true) returning 1", [other])),
+        ("forge limits", one("update sift.tenant_limits set knob_ceilings = '{}', max_index_shapes = 1000 "
+                             "returning 1")),
         ("forged_bm25_scores", rows("select * from sift._bm25_scores(%s, array['alpha'], array[1.0], 5, 1.2, 0.4, "
                                     "'alpha'::tsquery, null, 10)", [chunk_ids])),
         ("forged_pool", rows("select * from sift._pool((select c from sift.collections c where collection_id = %s), "
@@ -312,7 +321,11 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                         "as chunk_id", [col_id])),
         ("forged_matching_chunks_large", rows("select unnest(sift._matching_chunks(%s, 'alpha'::tsquery, 1e9)) "
                                               "as chunk_id", [col_id])),
-        ("forged_cursor_sign", one("select sift._cursor_sign('x', %s) as mac", [role_name(other, "reader")])),
+        ("forged_cursor_encode", one("select sift._cursor_encode('search', repeat('0', 32), 10, 1, array[1]::bigint[], "
+                                     "%s) as cursor", [role_name(other, "reader")])),
+        ("forged_cursor_verify", one("select sift._cursor_verify('x', repeat('0', 32), %s) as ok",
+                                     [role_name(other, "reader")])),
+        ("forged_cursor_mac", one("select sift._cursor_mac(%s, 'x') as mac", [other])),
         ("forged_tenant_for", one("select sift._tenant_for(%s) as tenant", [role_name(other, "reader")])),
         ("forged_tenant_for_gateway", one("select sift._tenant_for('t_gateway') as tenant")),
         # every table, read directly

@@ -112,6 +112,13 @@ def checks(conn: psycopg.Connection[Any]) -> list[Check]:
          "operator, run select sift.ensure_dense_indexes() when searches are quiet" if inline else
          "every chunk the lexical leg scores costs a TOAST lookup (~5 us): ALTER TABLE sift.chunks ALTER COLUMN "
          "search_vector SET STORAGE main (VACUUM FULL sift.chunks moves the rows already written)")))
+    queued, shapes = conn.execute(q.DOCTOR_QUEUED_INDEXES).fetchone() or (0, None)
+    found.append(Check(
+        "hnsw indexes queued", "ok" if not queued else "warn",
+        f"{queued} size(s) without their HNSW index" + (f": {shapes}" if shapes else ""),
+        "every vector space walks its index" if not queued else
+        "collections of these sizes are searched by exact scan: as the operator, run select "
+        "sift.ensure_dense_indexes() (or schedule it, e.g. with pg_cron) to build them"))
     # Searches read a collection's unfolded statements for their terms (a row each per term's
     # bucket) and the text index's pending entries: cheap at the client's backlog (10), not at
     # ten times it.

@@ -86,6 +86,18 @@ class SpaceIncomplete(PgsiftError, ValueError):
     them (Client.reembed resumes) before switching searches to it."""
 
 
+class LimitExceeded(InvalidArgument):
+    """A call asked for more than the operator allows its tenant (sift.tenant_limits): a knob or
+    match_count above its ceiling, one HNSW index shape too many, or a search past its time
+    limit. `.limit` names the limit (a knob's name, `max_match_count`, `call_time_limit`,
+    `max_index_shapes`, `max_index_requests`), `.ceiling` is its value as text."""
+
+    def __init__(self, message: str, *, limit: str | None = None, ceiling: str | None = None):
+        super().__init__(message)
+        self.limit = limit
+        self.ceiling = ceiling
+
+
 class PermissionDenied(PgsiftError, PermissionError):
     """The database refused: this role lacks the grant, or the row is another tenant's."""
 
@@ -96,7 +108,8 @@ class ReadOnlyDatabase(PgsiftError, PermissionError):
 
 
 class RerankerNotAllowed(PgsiftError, PermissionError):
-    """A reranker (or its endpoint) is not this tenant's to use."""
+    """A reranker (or its endpoint) is not this tenant's to use, or its key is mapped for another
+    provider or host."""
 
 
 class GoldenSetNotFound(PgsiftError, LookupError):
@@ -140,13 +153,14 @@ SQLSTATES: dict[str, Code] = {
     "SF005": Code(ImmutableChunk, "chunk text is never rewritten"),
     "SF006": Code(DocumentNotFound, "a chunk names an unknown document"),
     "SF007": Code(IncompatibleCollections, "collections searched together differ in embedding size"),
-    "SF008": Code(RerankerNotAllowed, "a reranker or endpoint is not the tenant's to use"),
+    "SF008": Code(RerankerNotAllowed, "a reranker, endpoint or key is not the tenant's to use"),
     "SF009": Code(InvalidKnob, "a knob is unknown, of the wrong type or not settable here"),
     "SF010": Code(TenantError, "no tenant is bound, or the role may not act for that tenant"),
     "SF011": Code(SectionNotFound, "a chunk has no section to resolve, or is not the tenant's"),
     "SF012": Code(InvalidCursor, "a pagination cursor is malformed, altered, or not this request's"),
     "SF013": Code(SpaceNotFound, "a collection has no vector space of that name"),
     "SF014": Code(SpaceIncomplete, "a vector space lacks vectors for some chunks"),
+    "SF015": Code(LimitExceeded, "a call asks for more than the tenant's ceilings allow (sift.tenant_limits)"),
     "SFG01": Code(GoldenSetNotFound, "unknown golden set"),
     "23514": Code(InvalidKnob, "check_violation: a knob's domain (named) or a table CHECK"),
     "23505": Code(CollectionExists, "unique_violation: a collection or golden set name is taken"),
@@ -185,6 +199,8 @@ def translate(exc: psycopg.Error) -> Exception:
         m = _DIMS.search(message)
         got, expected = (int(m.group(1)), int(m.group(2))) if m else (None, None)
         return DimensionMismatch(full, got=got, expected=expected)
+    if state == "SF015":
+        return LimitExceeded(full, limit=exc.diag.constraint_name, ceiling=exc.diag.message_detail)
     if state == "SF009":
         m = _KNOB_IN_MESSAGE.match(message)
         return InvalidKnob(full, knob=m.group(1) if m else None)

@@ -30,7 +30,9 @@ class Embedder(Protocol):
 @dataclass(frozen=True)
 class Collection:
     """A collection as sift.collection_info returns it: `knobs` holds the values set for it,
-    `settings` every knob in force (defaults included)."""
+    `settings` every knob in force (defaults included, within its tenant's ceilings),
+    `dense_index` "built", or "queued" while the HNSW index its active vector space walks waits
+    for the operator's build (searched by exact scan until then)."""
 
     collection_id: int
     tenant: str
@@ -43,6 +45,7 @@ class Collection:
     created_at: datetime
     knobs: dict[str, Any]
     settings: dict[str, Any]
+    dense_index: str
 
 
 @dataclass(frozen=True)
@@ -391,7 +394,8 @@ class VectorSpace:
     """One of a collection's vector spaces (sift.vector_space_status): `builtin` (stored with the
     chunks), `active` (searched and written), its chunks and how many lack a vector in it, and
     its HNSW index (`dense_precision` full or half, `hnsw_m`, `hnsw_ef_construction`,
-    `index_name`: its own, or the one shared by its size and distance)."""
+    `index_name`: its own, or the one shared by its size and distance; `index_built`: false while
+    it waits for the operator's build, the space searched by exact scan meanwhile)."""
 
     name: str
     dimensions: int
@@ -406,6 +410,7 @@ class VectorSpace:
     hnsw_m: int
     hnsw_ef_construction: int
     index_name: str
+    index_built: bool
 
 
 @dataclass(frozen=True)

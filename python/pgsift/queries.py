@@ -915,6 +915,17 @@ where a.attrelid = 'sift.chunks'::regclass and a.attname = 'search_vector'
 """
 # The collection with the most write statements not yet folded (one pending row each of chunk
 # counts; the table holds one more row a collection), as row-level security shows them.
+# The (dimension, distance) shapes whose shared HNSW index some vector space lacks: queued for the
+# operator's sift.ensure_dense_indexes() (a tenant's request, or after a restore), as row-level
+# security shows the spaces.
+DOCTOR_QUEUED_INDEXES = """
+select pg_catalog.count(*)::integer,
+       pg_catalog.string_agg(q.dimensions || ' ' || q.distance, ', ' order by q.dimensions, q.distance)
+from (select distinct s.dimensions, s.distance::text as distance
+      from sift.vector_spaces s
+      where not sift._space_dedicated(s)
+        and sift._dense_index_missing(s.dimensions, s.distance, not s.builtin)) q
+"""
 DOCTOR_PENDING_STATS = """
 select c.name::text, s.n
 from (select s.collection_id, pg_catalog.count(*) as n

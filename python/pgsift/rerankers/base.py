@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import json
 import math
+import urllib.parse
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +21,7 @@ SKIPS = ("off", "blank_query", "top_k", "too_few_candidates")
 # Faults, each logged and each leaving the search's own order.
 FAULTS = ("timeout", "connection_error", "rate_limited", "server_error", "client_error",
           "malformed_response", "invalid_ranking", "partial_ranking", "deadline_exceeded",
-          "not_allowed", "no_reranker", "unavailable", "unexpected_error")
+          "redirected", "not_allowed", "no_reranker", "unavailable", "unexpected_error")
 
 
 class RerankError(PgsiftError):
@@ -144,8 +145,39 @@ def short(text: Any, limit: int = 200) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+def redirect_refused(status: int, location: Any = None) -> RerankCallError:
+    """A redirect, which no provider client here follows: the query, the texts and the key
+    go to the endpoint the operator allowed and nowhere else. Not retried. The message names
+    the target's scheme, host and port only."""
+    where = ""
+    if location:
+        try:
+            target = urllib.parse.urlsplit(str(location))
+            if target.hostname:
+                where = f" to {target.scheme}://{target.hostname}" + (f":{target.port}" if target.port else "")
+        except ValueError:
+            where = " elsewhere"
+    return RerankCallError("redirected", f"HTTP {status}: the endpoint redirected{where}; a redirect is never "
+                           "followed (the request and its key go to the allowed endpoint only)", status=status)
+
+
+def refuse_redirect(response: Any) -> None:
+    """An httpx response hook: a redirect raises (redirect_refused) before anything follows it."""
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int) and 300 <= status < 400:
+        raise redirect_refused(status, response.headers.get("location"))
+
+
+async def arefuse_redirect(response: Any) -> None:
+    """refuse_redirect for httpx.AsyncClient, whose hooks are awaited."""
+    refuse_redirect(response)
+
+
 def status_fault(status: int | None, message: str, retry_after: float | None = None) -> RerankCallError:
-    """An HTTP status as a fault: 429 and 5xx may be retried, other 4xx not."""
+    """An HTTP status as a fault: 429 and 5xx may be retried, other 4xx not; a 3xx is a
+    redirect (never followed)."""
+    if status is not None and 300 <= status < 400:
+        return redirect_refused(status)
     if status == 429:
         return RerankCallError("rate_limited", f"HTTP 429: {message}", retryable=True,
                                status=status, retry_after=retry_after)

@@ -15,9 +15,11 @@ from .base import (
     Ranking,
     RerankCallError,
     RerankerUnavailable,
+    arefuse_redirect,
     float_or_none,
     import_client,
     int_or_none,
+    refuse_redirect,
     retry_after,
     shape_fault,
     short,
@@ -26,7 +28,8 @@ from .base import (
 
 
 class CohereReranker:
-    """Same protocol as Voyage: switching is a configuration change."""
+    """Same protocol as Voyage: switching is a configuration change. The client library gets
+    httpx clients of ours, which never follow a redirect (the library's own do)."""
 
     provider = "cohere"
 
@@ -38,12 +41,15 @@ class CohereReranker:
         self.model = model
         self.timeout_s = timeout_s
         self.max_tokens_per_doc = max_tokens_per_doc
+        httpx = import_client("httpx")
+        self._httpx = httpx
         kwargs: dict[str, Any] = {"api_key": api_key, "timeout": timeout_s}
         if base_url:
             kwargs["base_url"] = base_url.rstrip("/")
-        self._client = cohere.ClientV2(**kwargs)
-        self._aclients = PerLoop(lambda: cohere.AsyncClientV2(**kwargs))
-        self._httpx = import_client("httpx")
+        self._client = cohere.ClientV2(**kwargs, httpx_client=httpx.Client(
+            timeout=timeout_s, follow_redirects=False, event_hooks={"response": [refuse_redirect]}))
+        self._aclients = PerLoop(lambda: cohere.AsyncClientV2(**kwargs, httpx_client=httpx.AsyncClient(
+            timeout=timeout_s, follow_redirects=False, event_hooks={"response": [arefuse_redirect]})))
 
     def _args(self, query: str, docs: list[str], top_n: int | None, timeout: float | None) -> dict[str, Any]:
         args: dict[str, Any] = {
@@ -57,6 +63,8 @@ class CohereReranker:
 
     def _fault(self, exc: Exception) -> RerankCallError:
         httpx = self._httpx
+        if isinstance(exc, RerankCallError):
+            return exc
         if isinstance(exc, httpx.TimeoutException):
             return RerankCallError("timeout", f"Cohere did not answer in time: {short(exc)}", retryable=True)
         if isinstance(exc, httpx.TransportError):

@@ -43,7 +43,8 @@ def resolve_secret(config: RerankerConfig, resolver: SecretResolver | None = Non
     if not source:
         raise RerankerUnavailable(
             f"secret_ref {config.secret_ref!r} of tenant {config.tenant!r} is not mapped to a key: the "
-            f"operator maps it with sift.map_secret({config.tenant!r}, {config.secret_ref!r}, 'env:VARIABLE')")
+            f"operator maps it with sift.map_secret({config.tenant!r}, {config.secret_ref!r}, 'env:VARIABLE', "
+            f"provider => {config.provider!r})")
     scheme, _, where = source.partition(":")
     try:
         if scheme == "env":

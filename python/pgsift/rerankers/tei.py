@@ -16,8 +16,10 @@ from .base import (
     Ranking,
     RerankCallError,
     RerankerUnavailable,
+    arefuse_redirect,
     import_client,
     int_or_none,
+    refuse_redirect,
     retry_after,
     shape_fault,
     short,
@@ -26,7 +28,8 @@ from .base import (
 
 
 class TEIReranker:
-    """Sync and async httpx clients; a key, when given, is sent as a Bearer token."""
+    """Sync and async httpx clients; a key, when given, is sent as a Bearer token. A redirect is
+    never followed (it raises the fault "redirected" before anything goes elsewhere)."""
 
     provider = "tei"
 
@@ -41,8 +44,11 @@ class TEIReranker:
         self._httpx = httpx
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         base = base_url.rstrip("/")
-        self._client = httpx.Client(base_url=base, headers=headers, timeout=timeout_s)
-        self._aclients = PerLoop(lambda: httpx.AsyncClient(base_url=base, headers=headers, timeout=timeout_s))
+        self._client = httpx.Client(base_url=base, headers=headers, timeout=timeout_s, follow_redirects=False,
+                                    event_hooks={"response": [refuse_redirect]})
+        self._aclients = PerLoop(lambda: httpx.AsyncClient(base_url=base, headers=headers, timeout=timeout_s,
+                                                           follow_redirects=False,
+                                                           event_hooks={"response": [arefuse_redirect]}))
 
     def _body(self, query: str, docs: list[str]) -> dict[str, Any]:
         return {"query": query, "texts": docs, "truncate": self.truncate,
