@@ -364,15 +364,74 @@ comment on function sift._search_vector(regconfig, text, text, text) is
     'collection''s), CJK and Thai runs as bigrams (sift._segment).';
 
 
-create or replace function sift._lists_lock_key(collection_id bigint)
-returns bigint
-language sql immutable parallel safe security invoker
+create or replace function sift._lock_collection(collection_id bigint, builder boolean default false)
+returns void
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select pg_catalog.hashtextextended('pgsift.term_lists', collection_id)
+declare
+    txn  text := pg_catalog.pg_current_xact_id()::text;
+    held text := pg_catalog.current_setting('pgsift.collection_locks', true);
+begin
+    -- The collection's row of sift.collection_locks, which row-level security
+    -- shows to its own tenant only (and no other table references, so no
+    -- foreign key check locks it past the policies): another tenant can
+    -- neither see nor lock it. Row locks last until the transaction ends, as
+    -- the advisory locks before them did, and are released with a
+    -- subtransaction that rolls back.
+    if builder then
+        -- Alone on the collection: first the mark a writer's probe (below)
+        -- waits on, which writers' key share locks do not conflict with, then
+        -- the lock itself once the writers holding it have committed. A
+        -- writer arriving meanwhile waits behind the build instead of
+        -- overtaking it (row share locks would starve a waiting build).
+        perform 1 from sift.collection_locks l where l.collection_id = _lock_collection.collection_id
+        for no key update;
+        perform 1 from sift.collection_locks l where l.collection_id = _lock_collection.collection_id
+        for update;
+    else
+        -- A writer: once per transaction and collection (the mark below),
+        -- not once per chunk.
+        if held like txn || ':%,' || collection_id::text || ',%' then
+            return;
+        end if;
+        -- Waits while a build holds or awaits the collection (its mark
+        -- conflicts with share), then lets go at once: the probe alone would
+        -- hold the build off.
+        begin
+            perform 1 from sift.collection_locks l where l.collection_id = _lock_collection.collection_id
+            for share;
+            raise sqlstate 'SFLCK';
+        exception when sqlstate 'SFLCK' then
+            null;
+        end;
+        perform 1 from sift.collection_locks l where l.collection_id = _lock_collection.collection_id
+        for key share;
+    end if;
+    if not found then
+        -- No row: the collection is gone, or going in this very transaction
+        -- (a drop's cascade deletes its chunks): nothing left to order.
+        if exists (select 1 from sift.collections c where c.collection_id = _lock_collection.collection_id) then
+            raise exception 'collection % has no row in sift.collection_locks', collection_id
+                using errcode = 'XX000', hint = 'run pgsift migrate (0038 makes the rows)';
+        end if;
+        return;
+    end if;
+    -- The mark says which collections this transaction holds (a build holds
+    -- more than a writer needs). Marked with the transaction's id: a value a
+    -- session-level SET left on a pooled connection names another
+    -- transaction and is ignored. Transaction-local, and undone with the
+    -- subtransaction that took the lock.
+    perform pg_catalog.set_config('pgsift.collection_locks',
+        case when held like txn || ':%' then held else txn || ':,' end || collection_id::text || ',', true);
+end;
 $$;
-comment on function sift._lists_lock_key(bigint) is
-    'Internal: the advisory lock key that orders chunk writers against impact-list builds.';
+comment on function sift._lock_collection(bigint, boolean) is
+    'Internal: locks the collection''s row of sift.collection_locks until the transaction ends: '
+    'for key share for a chunk writer (writers run together; once per transaction, waiting while a '
+    'build holds or awaits the collection), for update for a builder (refresh, space switch or '
+    'drop, collection drop: alone, after the writers holding it commit, ahead of writers arriving '
+    'meanwhile). Row-level security keeps each tenant to its own collections'' rows.';
 
 
 create or replace function sift._chunks_before_write()
@@ -391,8 +450,13 @@ begin
     -- Writers share this collection's lock; building impact lists takes it
     -- alone (sift.refresh_lexical_stats), so no chunk lands between a list's
     -- snapshot and the list becoming visible. Writers never wait on each other.
+    -- Taken once per transaction and collection: the mark sift._lock_collection
+    -- leaves is read here, so a chunk after the first costs no lock query.
     if tg_op = 'DELETE' then
-        perform pg_advisory_xact_lock_shared(sift._lists_lock_key(old.collection_id));
+        if coalesce(pg_catalog.current_setting('pgsift.collection_locks', true), '')
+           not like pg_catalog.pg_current_xact_id()::text || ':%,' || old.collection_id::text || ',%' then
+            perform sift._lock_collection(old.collection_id);
+        end if;
         return old;
     end if;
     if tg_op = 'UPDATE' then
@@ -413,7 +477,10 @@ begin
     if new.collection_id is null then
         raise exception 'unknown document %', new.document_id using errcode = 'SF006';
     end if;
-    perform pg_advisory_xact_lock_shared(sift._lists_lock_key(new.collection_id));
+    if coalesce(pg_catalog.current_setting('pgsift.collection_locks', true), '')
+       not like pg_catalog.pg_current_xact_id()::text || ':%,' || new.collection_id::text || ',%' then
+        perform sift._lock_collection(new.collection_id);
+    end if;
 
     select c.* into col from sift.collections c where c.collection_id = new.collection_id;
     if tg_op = 'INSERT' then

@@ -174,8 +174,14 @@ begin
     if not added_only then
         perform sift._set_search_vector_storage(dims);
     end if;
-    -- Its walk functions, as the owner (none for a size no space has yet).
-    perform sift._ensure_walks();
+    -- Its walk functions, as the owner (none for a size no space has yet):
+    -- in the operator's session only, as the index itself. A tenant's call
+    -- (its new collection of a size there is) needs none made: the build or
+    -- the migrate that made the index made them, and DDL in the extension's
+    -- schema stays out of a tenant's transaction.
+    if sift._is_operator(session_user) then
+        perform sift._ensure_walks();
+    end if;
     return index_name;
 end;
 $$;
@@ -288,6 +294,7 @@ begin
     if s.builtin then
         perform sift._set_search_vector_storage(s.dimensions);
     end if;
+    -- Its walk function (the operator's session: checked above).
     perform sift._ensure_walks();
     return name;
 end;
@@ -408,8 +415,22 @@ begin
         return new;
     end if;
     new.built_at := null;
-    -- One request of a tenant at a time, so two cannot both pass the count.
-    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgsift.index_requests:' || new.tenant, 0));
+    -- The request must be the caller's tenant's (the policy would refuse it
+    -- after this trigger, the same way): checked before anything is locked,
+    -- so an admin's refused request, its transaction left open, holds
+    -- nothing of another tenant's.
+    if new.tenant is distinct from sift.current_tenant() then
+        raise exception 'new row violates row-level security policy for table "index_requests"'
+            using errcode = '42501';
+    end if;
+    -- One request of a tenant at a time, so two cannot both pass the count:
+    -- in turn on the tenant's row of sift.tenant_locks, made by its first
+    -- request (row-level security shows a tenant its own row only).
+    perform 1 from sift.tenant_locks l where l.tenant = new.tenant for update;
+    if not found then
+        insert into sift.tenant_locks (tenant) values (new.tenant) on conflict do nothing;
+        perform 1 from sift.tenant_locks l where l.tenant = new.tenant for update;
+    end if;
     -- (4 shapes, 2 waiting where no row says.)
     select coalesce(t.max_index_shapes, d.max_index_shapes, 4), coalesce(t.max_index_requests, d.max_index_requests, 2)
     into most_shapes, most_waiting
@@ -703,6 +724,14 @@ begin
         knobs           = stored
     where c.collection_id = col.collection_id
     returning c.* into changed;
+    if changed.search_language is distinct from col.search_language
+       or sift._stored_knob(changed, 'bm25_k1') <> sift._stored_knob(col, 'bm25_k1')
+       or sift._stored_knob(changed, 'bm25_b') <> sift._stored_knob(col, 'bm25_b') then
+        -- The rebuild below needs the collection alone: taken now, before the
+        -- chunks are re-analysed as its writer (a writer's lock that then
+        -- waits for a build's could deadlock with another build waiting).
+        perform sift._lock_collection(col.collection_id, true);
+    end if;
     if changed.search_language is distinct from col.search_language then
         -- Re-analyse every chunk with the new language (the trigger rebuilds search_vector).
         update sift.chunks k set context = k.context where k.collection_id = col.collection_id;
@@ -779,6 +808,9 @@ declare
     col sift.collections := sift._collection(collection);
     own text[];
 begin
+    -- Alone on the collection first, as a build is: the delete's cascade then
+    -- waits on no writer that could in turn wait on the collection's row.
+    perform sift._lock_collection(col.collection_id, true);
     -- Its spaces' own HNSW indexes go with it (one in use, or a tenant's drop:
     -- by the operator's sift.ensure_dense_indexes later).
     select pg_catalog.array_agg(sift._space_index_name(s)) into own
@@ -960,7 +992,8 @@ begin
     -- writer lock, so a space switch never falls between the two.
     select d.collection_id into col_id from sift.documents d where d.document_id = document_ids[1];
     if col_id is not null then
-        perform pg_catalog.pg_advisory_xact_lock_shared(sift._lists_lock_key(col_id));
+        -- (Once for the statement: the trigger finds it held.)
+        perform sift._lock_collection(col_id);
         -- Locked: under repeatable read a switch committed meanwhile is a
         -- serialization failure (retry), never chunks written to the old space.
         select s.* into space from sift.vector_spaces s where s.collection_id = col_id and s.active for share;

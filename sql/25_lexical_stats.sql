@@ -295,7 +295,10 @@ begin
     -- One cleaner at a time, and none waits for another: the index is shared,
     -- so a refresh queued behind another tenant's cleanup would hold its own
     -- collection's writers meanwhile; the running one moves what is there.
-    if not pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended('pgsift.clean_text_index', 0)) then
+    -- Taken on a row of the owner's table, which no other role may read or
+    -- lock (an advisory key would be anyone's to hold, and skip every clean).
+    perform 1 from sift.operator_locks o where o.name = 'clean_text_index' for update skip locked;
+    if not found then
         return;
     end if;
     -- An upkeep step never fails the write it follows (the index renamed,
@@ -371,7 +374,7 @@ begin
     -- the fold sees every writer's rows (under repeatable read, those in the
     -- transaction's snapshot), and no other refresh inserts the same new terms
     -- meanwhile.
-    perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    perform sift._lock_collection(col.collection_id, true);
     -- No min_df given: the one the lists were built under (100 for a first
     -- build). A refresh after writes (the Python client's) so keeps a
     -- min_df chosen once, where the default would drop the lists it added and

@@ -229,9 +229,9 @@ begin
     -- parsed and planned the walk on every search (~0.1 ms); a call by name
     -- plans only the call. The index's expression is in its text (pgvector
     -- needs the dimension as a type modifier), so a function per (table,
-    -- distance, size, precision, own index): made by the index builders and
-    -- on every migrate, as the tables' owner, and made again where the
-    -- statement changed. sift._dense_ids calls one where it exists and runs
+    -- distance, size, precision, own index) whose index exists: made by the
+    -- index builders in the operator's session and on every migrate, as the
+    -- tables' owner, and made again where the statement changed. sift._dense_ids calls one where it exists and runs
     -- the statement itself otherwise.
     for w in
         select distinct sift._walk_name(s.dimensions, s.distance, not s.builtin, s.dense_precision = 'half',
@@ -241,6 +241,14 @@ begin
         from sift.vector_spaces s
         cross join lateral (select case when not sift._space_dedicated(s) then null
                                         when s.builtin then s.collection_id else s.space_id end as own_index) x
+        -- Only a walk whose index is there: a space waiting for its index
+        -- (sift.index_requests) is scanned exactly meanwhile, and gets its
+        -- function when the operator builds the index.
+        where pg_catalog.to_regclass(pg_catalog.format('sift.%I',
+                  case when x.own_index is not null then sift._space_index_name(s)
+                       else pg_catalog.format('%s_hnsw_%s_%s', case when s.builtin then 'chunks'
+                                                                    else 'chunk_vectors' end,
+                                              s.distance, s.dimensions) end)) is not null
         order by 1
     loop
         body := pg_catalog.format(sift._dense_ids_sql(),

@@ -65,7 +65,9 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    -- Every collection starts with its built-in space, active.
+    -- Every collection starts with the row its writers and builders lock
+    -- (sift._lock_collection), and its built-in space, active.
+    insert into sift.collection_locks (collection_id) values (new.collection_id);
     insert into sift.vector_spaces (collection_id, name, dimensions, distance, builtin, active, dense_precision)
     values (new.collection_id, 'default', new.embedding_dims, new.distance, true, true,
             case when new.embedding_dims > 2000 then 'half' else 'full' end);
@@ -73,7 +75,8 @@ begin
 end;
 $$;
 comment on function sift._collections_after_insert() is
-    'Trigger: a new collection''s built-in vector space (''default'', sift.chunks.embedding), active.';
+    'Trigger: a new collection''s row of sift.collection_locks, and its built-in vector space '
+    '(''default'', sift.chunks.embedding), active.';
 
 create or replace trigger collections_after_insert
     after insert on sift.collections
@@ -313,7 +316,7 @@ begin
         raise exception 'switch_vector_space runs at read committed: it must count what writers committed '
                         'while it waited' using errcode = 'SF003';
     end if;
-    perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    perform sift._lock_collection(col.collection_id, true);
     perform 1 from sift.vector_spaces s where s.collection_id = col.collection_id for update;
     select s.* into target from sift.vector_spaces s where s.space_id = target.space_id;
     if target.space_id is null then
@@ -365,7 +368,7 @@ declare
 begin
     -- Ordered with switches (the same lock), and the space read again under
     -- it: a switch that made it active meanwhile wins.
-    perform pg_catalog.pg_advisory_xact_lock(sift._lists_lock_key(col.collection_id));
+    perform sift._lock_collection(col.collection_id, true);
     select s.* into target from sift.vector_spaces s where s.space_id = target.space_id for update;
     if target.space_id is null then
         return false;

@@ -70,6 +70,14 @@ select sift._ensure_policy('sift.index_requests', 'tenant_rows',
     $c$tenant = (select sift.current_tenant())$c$);
 select sift._ensure_policy('sift.tenant_limits', 'tenant_rows',
     $u$tenant is null or tenant = (select sift.current_tenant())$u$);
+-- The rows pgsift's locks are taken on (sift._lock_collection, the index
+-- requests' trigger): a tenant sees, so locks, its own only.
+select sift._ensure_policy('sift.tenant_locks', 'tenant_rows',
+    $u$tenant = (select sift.current_tenant())$u$,
+    $c$tenant = (select sift.current_tenant())$c$);
+select sift._ensure_policy('sift.collection_locks', 'tenant_rows',
+    $u$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$u$,
+    $c$collection_id = any ((select sift._tenant_collection_ids())::bigint[])$c$);
 select sift._ensure_policy('sift.tenant_roles', 'own_roles',
     $u$pg_catalog.pg_has_role(current_user, role_name, 'MEMBER')$u$);
 select sift._ensure_policy('sift.documents', 'tenant_rows',
@@ -208,6 +216,15 @@ grant insert on sift.index_requests to sift_admin;
 -- so a concurrent switch is seen even at repeatable read; the model's label is
 -- the one column a direct write may change (the guard trigger).
 grant update (model) on sift.vector_spaces to sift_writer;
+-- The lock rows: a writer locks its collections' rows (row locks need an
+-- update grant: the key is the one column, and the policy keeps it the
+-- tenant's), an admin's new collection makes one and its index requests lock
+-- the tenant's. sift.operator_locks has no grant, nor has
+-- sift.schema_migrations, whose lock serializes migrate: a role without any
+-- privilege on a table cannot LOCK it.
+grant select, update (collection_id) on sift.collection_locks to sift_writer;
+grant insert on sift.collection_locks to sift_admin;
+grant select, insert, update (tenant) on sift.tenant_locks to sift_admin;
 
 do $maintain$
 begin

@@ -11,6 +11,8 @@ pgsift raises on purpose); anything else fails the test, naming the call.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -369,10 +371,14 @@ def test_a_queued_index_is_searched_exactly_then_walked_once_the_operator_builds
     exact = [h.chunk_id for h in admin.search("kb", embedding=query, top_k=10, hybrid=False,
                                               exact_search_limit=100000)]
     assert before == exact and len(before) == 10
-    # the tenant's own call builds nothing
+    # the tenant's own call builds nothing, and makes no function: a walk function comes with
+    # its index, in the operator's session (no DDL in sift's schema from a tenant's transaction)
+    walk = f"sift._walk_chunks_cosine_{dims}_full(public.vector, bigint[], jsonpath, integer, bigint)"
     assert [r[0] for r in admin.source.execute("select * from sift.ensure_dense_indexes()")] == \
         [f"chunks_hnsw_cosine_{dims}"]
     assert db.execute("select to_regclass(%s)", [f"sift.chunks_hnsw_cosine_{dims}"]).fetchone() == (None,)
+    assert db.execute("select to_regprocedure(%s)", [walk]).fetchone() == (None,)
+    assert db.execute("select sift._ensure_walks()").fetchone() == (0,)    # none for an index not there
     # the operator's builds it and marks the request built
     assert f"chunks_hnsw_cosine_{dims}" in [r[0] for r in db.execute("select * from sift.ensure_dense_indexes()")]
     assert db.execute("select built_at is not null from sift.index_requests where dimensions = %s",
@@ -387,10 +393,14 @@ def test_a_queued_index_is_searched_exactly_then_walked_once_the_operator_builds
                                            .format(psycopg.sql.Literal("[" + ",".join(map(str, query.tolist())) + "]"),
                                                    psycopg.sql.Literal([col]))).fetchone()[0])
     assert f"chunks_hnsw_cosine_{dims}" in plan
-    assert db.execute("select to_regprocedure(%s) is not null",
-                      [f"sift._walk_chunks_cosine_{dims}_full(public.vector, bigint[], jsonpath, integer, bigint)"]
-                      ).fetchone() == (True,)
+    assert db.execute("select to_regprocedure(%s) is not null", [walk]).fetchone() == (True,)
     assert len(admin.search("kb", embedding=query, top_k=10, hybrid=False)) == 10
+    # gone (a hand edit), a tenant's new collection of the size, its index there, makes none either
+    db.execute(f"drop function {walk}")
+    admin.create_collection("kb2", embedding_dims=dims)
+    assert db.execute("select to_regprocedure(%s)", [walk]).fetchone() == (None,)
+    assert len(admin.search("kb", embedding=query, top_k=10, hybrid=False)) == 10
+    assert db.execute("select sift._ensure_walks()").fetchone() == (1,)
 
 
 def test_a_tenant_causes_a_limited_number_of_index_shapes(db, connect_as):
@@ -455,6 +465,212 @@ def test_a_tenant_cannot_build_or_drop_indexes_itself(db, connect_as):
     assert db.execute("select to_regclass(%s) is not null", [f"sift.{name}"]).fetchone() == (True,)
     db.execute("select sift.ensure_dense_indexes()")
     assert db.execute("select to_regclass(%s) is not null", [f"sift.{name}"]).fetchone() == (False,)
+
+
+# -- no tenant can stall another through pgsift's locks (issue 37 item 2) ------------------------
+
+# The advisory keys pgsift used to lock on: anyone's to take (pg_advisory_lock is PUBLIC's).
+OLD_KEYS = ("select pg_advisory_lock(hashtextextended('pgsift.term_lists', %(id)s))",
+            "select pg_advisory_lock(hashtextextended('pgsift.migrate', 0))",
+            "select pg_advisory_lock(hashtextextended('pgsift.clean_text_index', 0))",
+            "select pg_advisory_lock(hashtextextended('pgsift.index_requests:' || %(tenant)s, 0))")
+
+
+def _tenant_role(db, connect_as, tenant: str, kind: str, **kwargs: Any) -> psycopg.Connection:
+    """A login role of sift_<kind> mapped to `tenant`, connected (not in autocommit)."""
+    role = f"stall_{tenant}_{kind}"
+    if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
+        db.execute(f'create role "{role}" login in role sift_{kind}')
+    db.execute("select sift.map_role(%s, %s)", [role, tenant])
+    return connect_as(role, autocommit=False, **kwargs)
+
+
+def _text_index_pending(db) -> int:
+    return db.execute("select pending_pages from pgstatginindex('sift.chunks_search_vector_idx')").fetchone()[0]
+
+
+def test_no_tenant_role_can_take_a_lock_that_stalls_another_tenant_or_the_operator(db, connect_as):
+    """Issue 37 item 2: every lock pgsift took was an advisory key anyone could compute and
+    hold (a reader of acme stalled globex's writes until their lock timeout). acme's reader,
+    writer and admin now hold every lock they can reach, the old keys, globex's lock rows
+    through a policy, the lock tables, and inserts refused by a policy left open; globex's
+    writes, refresh, switch and drops, its index request and the operator's migrate and
+    text-index clean all go through without waiting (globex's lock_timeout is 300 ms)."""
+    db.execute("create extension if not exists pgstattuple")
+    rng = np.random.default_rng(11)
+    setup = Client(db, tenant="globex")
+    setup.create_collection("g", embedding_dims=DIMS)
+    setup.upsert_documents("g", [Document(source_uri=f"g{i}", chunks=[
+        Chunk(content=f"refund policy {i}", embedding=rng.normal(size=DIMS)) for _ in range(2)]) for i in range(5)])
+    setup.add_vector_space("g", "alt", dimensions=DIMS)
+    todo = setup.missing_space_vectors("g", "alt", limit=100)
+    setup.write_space_vectors("g", "alt", [t[0] for t in todo], [rng.normal(size=DIMS) for _ in todo])
+    globex_conn = _tenant_admin(db, connect_as, "globex", options="-c lock_timeout=300ms")
+    globex = Client(globex_conn, refresh_backlog=1)
+    globex.create_collection("first", embedding_dims=2346)       # a request: globex's row of sift.tenant_locks
+    assert db.execute("select tenant::text from sift.tenant_locks").fetchall() == [("globex",)]
+    Client(db, tenant="acme").create_collection("a", embedding_dims=DIMS)
+    g_id = db.execute("select collection_id from sift.collections where tenant = 'globex' and name = 'g'"
+                      ).fetchone()[0]
+    ids = {"id": g_id, "tenant": "globex"}
+
+    reader = _tenant_role(db, connect_as, "acme", "reader")
+    writer = _tenant_role(db, connect_as, "acme", "writer")
+    admin = _tenant_role(db, connect_as, "acme", "admin")
+    # The old advisory keys: still anyone's (PostgreSQL's), now nobody's business.
+    for statement in OLD_KEYS:
+        reader.execute(statement, ids)
+    # globex's lock rows: invisible, so not locked; acme's own, locked (it stalls acme only).
+    for conn in (writer, admin):
+        for strength in ("update", "no key update", "share", "key share"):
+            assert conn.execute(f"select collection_id from sift.collection_locks where collection_id = %s "
+                                f"for {strength}", [g_id]).fetchall() == []
+        assert conn.execute("select count(*) from sift.collection_locks").fetchone() == (1,)
+    assert len(writer.execute("select * from sift.collection_locks for update").fetchall()) == 1
+    assert admin.execute("select tenant::text from sift.tenant_locks where tenant = 'globex' for update"
+                         ).fetchall() == []
+    # The tables: the strongest lock each role may take, held; none of the others.
+    refused = []
+    for conn, kind in ((reader, "reader"), (writer, "writer"), (admin, "admin")):
+        for table in ("schema_migrations", "operator_locks", "collection_locks", "tenant_locks"):
+            for mode in ("access share", "row share", "row exclusive", "share", "access exclusive"):
+                try:
+                    with conn.transaction():   # a savepoint: a lock it took would be let go
+                        conn.execute(f"lock table sift.{table} in {mode} mode")
+                except psycopg.errors.InsufficientPrivilege:
+                    refused.append((kind, table, mode))
+                    continue
+                conn.execute(f"lock table sift.{table} in {mode} mode")   # taken: held from here
+    allowed = {(kind, table, mode) for kind in ("reader", "writer", "admin")
+               for table in ("schema_migrations", "operator_locks", "collection_locks", "tenant_locks")
+               for mode in ("access share", "row share", "row exclusive", "share", "access exclusive")
+               } - set(refused)
+    assert allowed == {("writer", "collection_locks", "access share"), ("admin", "collection_locks", "access share"),
+                       ("admin", "collection_locks", "row share"), ("admin", "collection_locks", "row exclusive"),
+                       ("admin", "tenant_locks", "access share"), ("admin", "tenant_locks", "row share"),
+                       ("admin", "tenant_locks", "row exclusive")}
+    # Writes a policy refuses, each left open in its failed transaction: no lock behind.
+    for statement in (
+            "insert into sift.index_requests (tenant, dimensions, distance, builtin) "
+            "values (%(tenant)s, 2347, 'cosine', true)",
+            "insert into sift.tenant_locks (tenant) values (%(tenant)s) "
+            "on conflict (tenant) do update set tenant = excluded.tenant",
+            "insert into sift.collection_locks (collection_id) values (%(id)s) "
+            "on conflict (collection_id) do update set collection_id = excluded.collection_id",
+            "insert into sift.collection_locks (collection_id) values (%(id)s)",
+            "update sift.collection_locks set collection_id = %(id)s",
+            "insert into sift.documents (collection_id, source_uri) values (%(id)s, 'planted')"):
+        left_open = _tenant_role(db, connect_as, "acme", "admin")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            left_open.execute(statement, ids)
+        assert left_open.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+    # acme's own index request, open: acme's next one waits for it, globex's does not.
+    own = _tenant_role(db, connect_as, "acme", "admin")
+    own.execute("select sift.create_collection('wide', embedding_dims => 2349)")
+
+    started = time.perf_counter()
+    globex.switch_vector_space("g", "alt")
+    globex.switch_vector_space("g", "default")
+    globex.upsert_documents("g", [Document(source_uri=f"new{i}", chunks=[
+        Chunk(content=f"refund window {i}", embedding=rng.normal(size=DIMS))]) for i in range(3)])
+    assert _text_index_pending(db) == 0      # the refresh after the write cleaned the text index
+    globex.refresh_lexical_stats("g")
+    assert globex.delete_document("g", "g0")
+    globex.drop_vector_space("g", "alt")
+    globex.create_collection("g2", embedding_dims=2348)   # a new size: a request, under globex's row
+    globex.drop_collection("g2")
+    assert db.execute("select tenant::text, dimensions from sift.index_requests order by 2").fetchall() == [
+        ("globex", 2346), ("globex", 2348)]
+    # The operator: an unchanged migrate (it used to queue on the advisory key, forever), and the
+    # text index's clean (it used to skip while the key was held).
+    operator = connect_as("postgres", options="-c lock_timeout=300ms")
+    assert pgsift.migrate(operator, attempts=1) == []
+    for i in range(20):
+        globex_conn.execute("select sift.write_chunks(array[(select min(document_id) from sift.documents)], "
+                            "array[%s], array['alpha bravo charlie ' || %s], array[null], array[null]::integer[], "
+                            "%s::vector[])", [100 + i, i, "{" + '"[' + ",".join(["0.5"] * DIMS) + ']"' + "}"])
+    assert _text_index_pending(db) > 0
+    operator.execute("select sift._clean_text_index()")
+    assert _text_index_pending(db) == 0
+    globex.drop_collection("g")   # (a foreign key check would lock its row as the owner: none ran)
+    assert time.perf_counter() - started < 30
+    # acme's own lock, held by its own open request, holds acme up (and acme only).
+    acme = Client(_tenant_admin(db, connect_as, "acme", options="-c lock_timeout=300ms"))
+    with pytest.raises(psycopg.errors.LockNotAvailable):
+        acme.source.execute("insert into sift.index_requests (tenant, dimensions, distance, builtin) "
+                            "values ('acme', 2350, 'cosine', true)")
+    own.rollback()
+    acme.create_collection("wide", embedding_dims=2349)
+    assert db.execute("select tenant::text from sift.tenant_locks order by 1").fetchall() == [("acme",), ("globex",)]
+    for conn in (reader, writer, admin):
+        conn.rollback()
+
+
+def test_a_waiting_build_holds_new_writers_off_and_writers_run_together(db, connect_as):
+    """The concurrency of the collection's lock row: writers share it, a refresh waits for the
+    writers that hold it and is alone once it has it, and a writer arriving while the refresh
+    waits queues behind it (row share locks alone would let writers overtake it for ever)."""
+    Client(db, tenant="acme").create_collection("c", embedding_dims=DIMS)
+    Client(db, tenant="acme").upsert_documents("c", [Document(source_uri=f"d{i}", chunks=[
+        Chunk(content=f"refund {i}", embedding=np.ones(DIMS))]) for i in range(3)])
+    vec = "{" + '"[' + ",".join(["0.5"] * DIMS) + ']"' + "}"
+    write = ("select sift.write_chunks(array[(select min(document_id) from sift.documents)], array[%s], "
+             "array['more'], array[null], array[null]::integer[], %s::vector[])")
+    first = _tenant_role(db, connect_as, "acme", "writer", options="-c lock_timeout=300ms")
+    second = _tenant_role(db, connect_as, "acme", "writer", options="-c lock_timeout=300ms")
+    first.execute(write, [10, vec])
+    # a direct insert (the trigger's lock) beside write_chunks': writers never wait on each other
+    second.execute("insert into sift.chunks (document_id, ordinal, content, embedding) "
+                   "select min(document_id), 11, 'more', %s from sift.documents",
+                   ["[" + ",".join(["0.5"] * DIMS) + "]"])
+    outcome: list[object] = []
+    refresher = _tenant_role(db, connect_as, "acme", "writer")
+    late = _tenant_role(db, connect_as, "acme", "writer", options="-c lock_timeout=300ms")
+
+    def refresh() -> None:
+        outcome.append(refresher.execute("select pending_folded from sift.refresh_lexical_stats('c')").fetchone())
+        refresher.commit()
+
+    thread = threading.Thread(target=refresh)
+    thread.start()
+    time.sleep(0.5)
+    assert thread.is_alive()                                        # waits for both writers
+    with pytest.raises(psycopg.errors.LockNotAvailable):
+        late.execute(write, [12, vec])                              # behind the waiting refresh
+    late.rollback()
+    first.commit()
+    time.sleep(0.2)
+    assert thread.is_alive()
+    second.commit()
+    thread.join(timeout=10)
+    assert len(outcome) == 1
+    # The refresh had the collection once both writers were done: it folded both chunks.
+    assert db.execute("select chunks, pending from sift.collection_lexical_stats").fetchall() == [(5, False)]
+    late.execute(write, [12, vec])
+    late.commit()
+    assert db.execute("select count(*) from sift.chunks").fetchone() == (6,)
+
+
+def test_the_text_index_has_one_cleaner_at_a_time_and_the_others_skip(db, connect_as):
+    """sift._clean_text_index tries the owner's row: a second cleaner returns at once, the
+    pending entries left to the one running."""
+    db.execute("create extension if not exists pgstattuple")
+    Client(db, tenant="acme").create_collection("c", embedding_dims=DIMS)
+    col_id = db.execute("select collection_id from sift.collections").fetchone()[0]
+    doc = db.execute("insert into sift.documents (collection_id, source_uri) values (%s, 'd') returning document_id",
+                     [col_id]).fetchone()[0]
+    for i in range(20):
+        db.execute("insert into sift.chunks (document_id, ordinal, content, embedding) values (%s, %s, %s, %s)",
+                   [doc, i, f"words {i} alpha bravo charlie", "[" + ",".join(["0.5"] * DIMS) + "]"])
+    assert _text_index_pending(db) > 0
+    running = connect_as("postgres", autocommit=False)
+    running.execute("select from sift.operator_locks where name = 'clean_text_index' for update")
+    writer = _tenant_role(db, connect_as, "acme", "writer", options="-c lock_timeout=300ms")
+    writer.execute("select sift._clean_text_index()")               # skips, without waiting
+    assert _text_index_pending(db) > 0
+    running.rollback()
+    writer.execute("select sift._clean_text_index()")
+    assert _text_index_pending(db) == 0
 
 
 # -- ceilings on the work of one call (issue 37 item 5) ---------------------------------------------

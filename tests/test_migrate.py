@@ -211,6 +211,30 @@ def test_concurrent_migrates_on_a_new_database(empty_database):
         assert rows.fetchall() == [(v, 1) for v in versions]
 
 
+def test_migrates_take_turns_on_a_lock_no_other_role_may_take(db, dsn, connect_as):
+    """Two migrates serialize on the ledger's table lock (an advisory key, which any role
+    could hold, hung every migrate: issue 37 item 2); no shipped role may lock the ledger."""
+    with psycopg.connect(dsn) as running:
+        running.execute("lock table sift.schema_migrations in share row exclusive mode")   # a migrate's prelude
+        done: list[list[str]] = []
+
+        def second() -> None:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                done.append(pgsift.migrate(conn))
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        time.sleep(0.5)
+        assert thread.is_alive()                        # waits its turn
+        running.commit()
+        thread.join(timeout=30)
+    assert done == [[]]
+    for role in ("t_reader", "t_writer", "t_admin", "t_gateway", "t_nobody"):
+        conn = connect_as(role)
+        for table in ("schema_migrations", "schema_functions", "operator_locks"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+                conn.execute(f"lock table sift.{table} in access share mode")
+
 def test_searches_survive_migrates_under_load(db, dsn, figure):
     """Searches run from several connections while migrate re-applies every function file
     (forced: the case of an upgrade) again and again: none fails, each waits at most briefly."""

@@ -42,6 +42,7 @@ OWNED = {
     "tenant_roles": "tenant = %(t)s",
     "index_requests": "tenant = %(t)s",
     "tenant_limits": "tenant = %(t)s",
+    "tenant_locks": "tenant = %(t)s",
     "golden_questions": "golden_set_id in (select golden_set_id from sift.golden_sets where collection_id in "
                         "(select collection_id from sift.collections where tenant = %(t)s))",
     "golden_positives": "question_id in (select question_id from sift.golden_questions where golden_set_id in "
@@ -53,7 +54,7 @@ BY_COLLECTION = ("documents", "chunks", "sections", "vector_spaces", "chunk_vect
                  "collection_lexical_stats",
                  "term_df", "term_df_pending",
                  "term_lists", "term_blocks", "term_deltas", "list_build_plan", "list_build_entries", "golden_sets",
-                 "eval_runs")
+                 "eval_runs", "collection_locks")
 for _table in BY_COLLECTION:
     OWNED[_table] = "collection_id in (select collection_id from sift.collections where tenant = %(t)s)"
 
@@ -302,6 +303,14 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("forged_dense_index", one("select sift._ensure_dense_index(777, 'cosine') as name")),
         ("request index", one("insert into sift.index_requests (tenant, dimensions, distance, builtin) "
                               "values (%s, 777, 'cosine', true) returning 1", [other])),
+        # the rows pgsift's locks are taken on: another tenant's cannot be seen, so not locked
+        ("lock collection", rows("select * from sift.collection_locks where collection_id = %s for update", [col_id])),
+        ("lock collections", rows("select * from sift.collection_locks for key share")),
+        ("lock tenant", rows("select * from sift.tenant_locks where tenant = %s for update", [other])),
+        ("plant tenant lock", one("insert into sift.tenant_locks (tenant) values (%s) on conflict (tenant) "
+                                  "do update set tenant = excluded.tenant returning tenant", [other])),
+        ("plant collection lock", one("insert into sift.collection_locks (collection_id) values (%s) returning 1",
+                                      [col_id])),
         ("forge limits", one("update sift.tenant_limits set knob_ceilings = '{}', max_index_shapes = 1000 "
                              "returning 1")),
         ("forged_bm25_scores", rows("select * from sift._bm25_scores(%s, array['alpha'], array[1.0], 5, 1.2, 0.4, "

@@ -18,8 +18,8 @@ the schema read from pg_extension at install time, as `pgsift install-sql` does:
 in no required extension's schema, and so the scripts behind CREATE EXTENSION from files
 (tested) are the very text pg_tle runs. Tables that hold users' rows are marked for pg_dump
 (pg_extension_config_dump); tables the scripts fill (knob definitions, presets, language
-configurations, reranker providers and limits, the cursor key, the ledger) are not, as a
-restore re-creates their rows.
+configurations, reranker providers and limits, the cursor key, the ledger, the operator's lock
+rows) are not, as a restore re-creates their rows.
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ USER_TABLES = (
     "question_vectors", "term_df", "term_df_pending", "term_deltas", "term_lists", "term_blocks",
     "list_build_plan", "list_build_entries", "rerankers", "rerank_usage", "secret_mappings",
     "allowed_endpoints", "tenant_roles", "golden_sets", "golden_questions", "golden_positives", "eval_runs",
-    "index_requests", "tenant_limits",
+    "index_requests", "tenant_limits", "collection_locks", "tenant_locks",
 )
 # Tables the scripts fill: a restore gets their rows from CREATE EXTENSION (rows a user added
 # to them are not in a dump: docs/install.md).
 SEEDED_TABLES = ("knob_defs", "knob_presets", "language_configs", "reranker_providers", "reranker_limits",
-                 "cursor_keys", "schema_migrations", "schema_functions")
+                 "cursor_keys", "schema_migrations", "schema_functions", "operator_locks")
 # An upgrade that alters tables waits this long for their locks, then fails (run it again):
 # queued behind a long transaction, it would hold up every search meanwhile.
 UPGRADE_LOCK_TIMEOUT = "5s"
@@ -74,7 +74,7 @@ def _prelude(upgrade: bool = False) -> str:
     """The runner's prelude without its lock and its `create extension vector` (the control
     file requires vector, so CREATE EXTENSION ... CASCADE installs it first); an upgrade
     needs only its search_path."""
-    kept = [s + ";" for s in q.MIGRATE_PRELUDE if "pg_advisory_xact_lock" not in s and "create extension" not in s
+    kept = [s + ";" for s in q.MIGRATE_PRELUDE if not s.startswith("lock table") and "create extension" not in s
             and (not upgrade or "search_path" in s)]
     return "\n".join(kept)
 

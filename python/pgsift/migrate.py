@@ -6,9 +6,10 @@ Numbered files in migrations/ run once, in order, and are recorded with their
 sha256 (a shipped migration never changes); the files in sql/ are
 `create or replace` and re-applied when they (or the migrations under them)
 changed, recorded by one sha256, so running migrate again on an unchanged
-install takes no lock at all. Everything happens in one transaction under an
-advisory lock: two concurrent migrates are safe and a failed install leaves
-nothing behind.
+install takes no lock a search or a write waits on. Everything happens in one
+transaction under a lock of the ledger table, which no role but its owner may
+take: two concurrent migrates are safe (two first installs meet on creating the
+schema, and the second tries again) and a failed install leaves nothing behind.
 
 Under live traffic: re-applying the function files takes no lock a reader
 waits on (functions and triggers are created or replaced, policies only when
@@ -42,13 +43,18 @@ LOCK_TIMEOUT_MS = 200
 ATTEMPTS = 40
 
 
+class _InstalledMeanwhile(Exception):
+    """A first install that another migrate made first: the schema or the ledger it was about
+    to create came to exist (unique violation in the catalog); the next attempt finds them."""
+
+
 def migrate(conn: psycopg.Connection[Any], *, force: bool = False, attempts: int = ATTEMPTS) -> list[str]:
     """Bring the database up to date; returns the migrations applied now (in order).
     force re-applies the function files even when they are unchanged (after a hand edit)."""
     for attempt in range(1, attempts + 1):
         try:
             return _migrate_once(conn, force)
-        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected) as exc:
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, _InstalledMeanwhile) as exc:
             if attempt == attempts:
                 raise MigrationError(f"could not take the locks migrate needs after {attempts} attempts "
                                      f"(busy tables): {exc}") from exc
@@ -73,8 +79,11 @@ def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
             _check_current(conn, installed, "this server is a read-only standby and pgsift on it is not "
                                  "this version: run migrate on the primary (the standby replays it)")
             return applied_now
-        for statement in q.MIGRATE_PRELUDE:
-            conn.execute(statement, prepare=False)
+        try:
+            for statement in q.MIGRATE_PRELUDE:
+                conn.execute(statement, prepare=False)
+        except psycopg.errors.UniqueViolation as exc:
+            raise _InstalledMeanwhile(str(exc)) from exc
         row = (conn.execute(q.VECTOR_SCHEMA, prepare=False)).fetchone()
         if row is None:
             raise MigrationError("the vector extension is not installed and could not be created")
@@ -89,7 +98,7 @@ def _migrate_once(conn: psycopg.Connection[Any], force: bool) -> list[str]:
                     "(shipped migrations are frozen: add a new numbered file instead)")
         sha = functions_sha256()
         if not force and not pending and recorded is not None and recorded[0] == sha:
-            return applied_now   # up to date: no lock taken, nothing re-applied
+            return applied_now   # up to date: no lock but the ledger's, nothing re-applied
         conn.execute(q.LOCK_TIMEOUT, {"ms": str(LOCK_TIMEOUT_MS)}, prepare=False)
         tables = [r[0] for r in (conn.execute(q.SIFT_TABLES, prepare=False)).fetchall()]
         if pending and tables:

@@ -18,7 +18,6 @@ from . import models
 # -- install -----------------------------------------------------------------------
 
 MIGRATE_PRELUDE = (
-    "select pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('pgsift.migrate', 0))",
     # With the caller's own search_path: the extension goes where they would put it.
     "create extension if not exists vector",
     "create schema if not exists sift",
@@ -26,6 +25,11 @@ MIGRATE_PRELUDE = (
         version    text primary key,
         sha256     text not null,
         applied_at timestamptz not null default pg_catalog.now())""",
+    # Two migrates run one after the other: this mode conflicts with itself, and no role
+    # but the owner has a privilege on the ledger, so none can take a lock that holds a
+    # migrate up (an advisory key could be taken by any role). Two first installs meet
+    # on the statements above instead: the second fails there, and migrate tries again.
+    "lock table sift.schema_migrations in share row exclusive mode",
     """create table if not exists sift.schema_functions (
         sha256     text not null,
         applied_at timestamptz not null default pg_catalog.now())""",
