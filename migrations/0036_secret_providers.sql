@@ -20,7 +20,9 @@
 --              (sift.map_secret with a provider).
 --   endpoints: for a provider without an endpoint of its own (tei), the
 --              base_urls of the tenant's rerankers of that provider that name
---              it (each was an endpoint the operator allowed); else none, i.e.
+--              it and are still under an endpoint the operator allows the
+--              tenant (a reranker registered before an endpoint was taken
+--              back gets none); else none, i.e.
 --              the provider's own endpoint only (a hosted provider's key behind
 --              a proxy must be mapped again, naming the proxy).
 -- Each mapping left without a provider, and each reranker whose key no longer
@@ -85,6 +87,19 @@ set provider = pl.provider,
                                        where r.tenant = m.tenant and r.secret_ref = m.secret_ref
                                          and r.provider = pl.provider and r.base_url is not null
                                          and r.base_url ~ '^https?://[^\s/?#@\\]+(/\S*)?$'
+                                         -- still under a prefix the operator allows the tenant (as
+                                         -- sift._url_under, which the function files make later)
+                                         and exists (
+                                             select 1 from sift.allowed_endpoints e
+                                             where (e.tenant is null or e.tenant = r.tenant)
+                                               and left(r.base_url, length(e.url_prefix)) = e.url_prefix
+                                               and case when right(e.url_prefix, 1) = ':'
+                                                        then substr(r.base_url, length(e.url_prefix) + 1)
+                                                             ~ '^[0-9]+([/?#].*)?$'
+                                                        when right(e.url_prefix, 1) = '/' then true
+                                                        else length(r.base_url) = length(e.url_prefix)
+                                                             or substr(r.base_url, length(e.url_prefix) + 1, 1)
+                                                                in ('/', ':', '?', '#') end)
                                        order by r.base_url limit 64), '{}') end
 from placed pl
 where pl.tenant = m.tenant and pl.secret_ref = m.secret_ref and pl.provider is not null;

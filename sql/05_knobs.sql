@@ -608,6 +608,11 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
+    -- Once the collections written meanwhile are committed (and with none
+    -- written until this transaction ends): a collection created or altered
+    -- concurrently merged the old definitions or ceilings, and would keep
+    -- them where the refresh below ran before it committed. Reads go on.
+    lock table sift.collections in share row exclusive mode;
     perform sift._refresh_resolved_knobs();
     return null;
 end;

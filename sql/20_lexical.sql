@@ -282,6 +282,8 @@ create or replace function sift._text_matches(collection_id bigint, query tsquer
 returns bigint[]
 language plpgsql stable security definer
 set search_path = pg_catalog, pg_temp
+-- Every match, whatever the session set (a random subset of them otherwise).
+set gin_fuzzy_search_limit = 0
 as $$
 begin
     -- Row-level security keeps the text index out of reach: the match operator is not

@@ -195,6 +195,10 @@ create or replace function sift._gather_list_entries(
 returns void
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
+-- Every match of the text index: a session's gin_fuzzy_search_limit (any role
+-- may set it, and a pooled connection keeps it) returns a random subset, and
+-- a list built from one would miss chunks until the next rebuild.
+set gin_fuzzy_search_limit = 0
 as $$
 #variable_conflict use_variable
 declare

@@ -96,6 +96,21 @@ as $$
 declare
     n bigint;
 begin
+    -- Metadata nested past the limit is refused, as a document's is (a client
+    -- reading it back recurses once a level).
+    if tg_op = 'INSERT' or new.metadata is distinct from old.metadata then
+        perform sift._check_nesting(new.metadata,
+                                    pg_catalog.format('the metadata of question "%s"', new.question_key));
+    end if;
+    if tg_op = 'INSERT' then
+        return new;
+    end if;
+    -- A question stays in its set: its positives were checked against that
+    -- set's collection, and moved they would name chunks of another.
+    if new.golden_set_id is distinct from old.golden_set_id then
+        raise exception 'question "%" cannot move to another golden set', old.question_key
+            using errcode = 'SF003', hint = 'insert it into the other set (its positives with it)';
+    end if;
     -- Marking a question as having no answer keeps its positives out (the
     -- positives' trigger refuses new ones): it is refused while it has some,
     -- rather than deleting what a user labelled. The caller sees every positive
@@ -113,12 +128,36 @@ begin
 end;
 $$;
 comment on function sift._golden_questions_before_write() is
-    'Trigger: a question with positives cannot be marked as having no answer (SF003; delete its '
-    'positives first).';
+    'Trigger: a question''s metadata nests at most 64 levels (sift._check_nesting), a question stays '
+    'in its golden set, and one with positives cannot be marked as having no answer (SF003 each; '
+    'delete its positives first).';
 
 create or replace trigger golden_questions_before_write
-    before update of answerable on sift.golden_questions
+    before insert or update on sift.golden_questions
     for each row execute function sift._golden_questions_before_write();
+
+
+create or replace function sift._golden_sets_before_update()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- A set stays in its collection: its positives name that collection's
+    -- chunks (checked when written), and its runs score it there.
+    if new.collection_id is distinct from old.collection_id then
+        raise exception 'golden set "%" cannot move to another collection', old.name
+            using errcode = 'SF003', hint = 'export it and import it into the other collection';
+    end if;
+    return new;
+end;
+$$;
+comment on function sift._golden_sets_before_update() is
+    'Trigger: a golden set stays in its collection (SF003).';
+
+create or replace trigger golden_sets_before_update
+    before update of collection_id on sift.golden_sets
+    for each row execute function sift._golden_sets_before_update();
 
 
 create or replace function sift._eval_runs_before_write()
@@ -127,6 +166,11 @@ language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 begin
+    -- Figures and settings nested past the limit are refused, as metadata is.
+    if tg_op = 'INSERT' or new.metrics is distinct from old.metrics or new.settings is distinct from old.settings then
+        perform sift._check_nesting(new.metrics, 'a run''s metrics');
+        perform sift._check_nesting(new.settings, 'a run''s settings');
+    end if;
     -- The golden set scored is one of the run's collection, as the caller sees
     -- it: another tenant's set is refused exactly like one that does not exist
     -- (the foreign key, checked as the table's owner, would tell them apart).
@@ -144,7 +188,8 @@ end;
 $$;
 comment on function sift._eval_runs_before_write() is
     'Trigger: a run''s golden set must be one of its collection as the caller sees it (SFG01 alike '
-    'for another collection''s, another tenant''s or a missing set).';
+    'for another collection''s, another tenant''s or a missing set); its metrics and settings nest '
+    'at most 64 levels (SF003).';
 
 create or replace trigger eval_runs_before_write
     before insert or update on sift.eval_runs

@@ -950,3 +950,24 @@ def test_whole_lists_score_without_reading_stored_vectors(client, db):
     for n in (1, 10, 40):
         assert_same_top(lexical_leg(client, "c", text, n, fetch_k=n), oracle, n)
     assert lexical_leg(client, "c", text, 40) == exhaustive(text)[:40]
+
+
+def test_a_sessions_gin_fuzzy_search_limit_loses_no_match(client, db):
+    """gin_fuzzy_search_limit (any role may set it; a pooled connection keeps it) makes a text
+    index scan return a random subset: impact lists built under it missed chunks until the next
+    rebuild, and exact matching dropped hits. The functions that scan the index set it to 0."""
+    rng, col = seeded_collection(client, seed=31, docs=500)
+    build_lists(db, 250)
+    want = list_lengths(db)
+    texts = random_queries(rng, 8)
+    sql = ("select chunk_id, lexical_score from sift.search('c', %s, match_count => 20, "
+           "knobs => '{\"lexical_exact_limit\": 100000}') order by lexical_score desc, chunk_id")
+    before = [db.execute(sql, [t]).fetchall() for t in texts]
+    db.execute("set gin_fuzzy_search_limit = 3")
+    build_lists(db, 250)
+    assert list_lengths(db) == want
+    assert [db.execute(sql, [t]).fetchall() for t in texts] == before
+    for text in texts:   # and each against the oracle, exhaustive
+        oracle = python_bm25(db, col.collection_id, query_terms(db, text), *k1_b(col))
+        assert_same_top(lexical_leg(client, "c", text, 20, lexical_exact_limit=100000), oracle, 20)
+    db.execute("reset gin_fuzzy_search_limit")

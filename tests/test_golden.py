@@ -235,6 +235,42 @@ def test_unanswerable_question_cannot_get_a_positive(client, db, kb):
         db.execute("insert into sift.golden_positives (question_id, content) values (%s, 'x')", (question_id,))
 
 
+def test_sets_and_questions_stay_where_their_positives_were_checked(client, db, kb):
+    """A positive is checked against its set's collection when written: a question moved to
+    another set, or a set to another collection, would carry positives naming another
+    collection's chunks. Both are refused; deep metadata and run figures are refused as a
+    document's metadata is."""
+    import_golden_set(client, "kb", "gold", [Question("a", "refunds", positives=[Positive(text="Refunds are")])])
+    build_kb(client, db, "other")
+    import_golden_set(client, "other", "silver", [Question("b", "security", answerable=False)])
+    other_id = db.execute("select collection_id from sift.collections where name = 'other'").fetchone()[0]
+    silver_id = db.execute("select golden_set_id from sift.golden_sets where name = 'silver'").fetchone()[0]
+    for statement, params, message in (
+            ("update sift.golden_sets set collection_id = %s where name = 'gold'", [other_id],
+             'golden set "gold" cannot move to another collection'),
+            ("update sift.golden_questions set golden_set_id = %s where question_key = 'a'", [silver_id],
+             'question "a" cannot move to another golden set')):
+        with pytest.raises(psycopg.Error, match=message) as info, db.transaction():
+            db.execute(statement, params)
+        assert info.value.sqlstate == "SF003"
+    deep = '{"a": ' * 100 + "1" + "}" * 100
+    gold_id = db.execute("select golden_set_id, collection_id from sift.golden_sets where name = 'gold'").fetchone()
+    for statement, params, message in (
+            ("insert into sift.golden_questions (golden_set_id, question_key, question, metadata) "
+             "values (%s, 'deep', 'q', %s::jsonb)", [gold_id[0], deep], 'the metadata of question "deep"'),
+            ("update sift.golden_questions set metadata = %s::jsonb where question_key = 'a'", [deep],
+             'the metadata of question "a"'),
+            ("insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, metrics) "
+             "values (%s, %s, 'gold', 'pipeline', 10, %s::jsonb)", [gold_id[1], gold_id[0], deep],
+             "a run's metrics")):
+        with pytest.raises(psycopg.Error, match=message + " nests more than 64 levels") as info, db.transaction():
+            db.execute(statement, params)
+        assert info.value.sqlstate == "SF003"
+    # the deepest allowed, and unrelated updates, still pass
+    db.execute("update sift.golden_questions set metadata = %s::jsonb, answerable = answerable "
+               "where question_key = 'a'", ['{"a": ' * 63 + "1" + "}" * 63])
+
+
 def test_golden_sets_are_per_tenant_and_go_with_the_collection(client, db, kb):
     import_golden_set(client, "kb", "gold", [Question("a", "refunds", positives=[Positive(text="Refunds are")])])
     acme = Client(db, tenant="acme")

@@ -732,6 +732,34 @@ def test_knob_ceilings_bind_stored_and_per_call_knobs(db, connect_as, hostile):
         assert err.value.sqlstate == "SF009", bad
 
 
+def test_a_collection_created_while_ceilings_come_down_gets_them(db, dsn, connect_as):
+    """A collection made in a transaction still open when the operator lowers the ceilings
+    merged the old ones; the operator's change waits for it to commit, then refreshes it
+    (before, it kept no ceiling until the next change)."""
+    admin = _tenant_admin(db, connect_as, "acme", autocommit=False)
+    admin.execute("select sift.create_collection('late', embedding_dims => %s::integer, "
+                  "knobs => '{\"fetch_k\": 500}')", [DIMS])
+    assert admin.execute("select ceilings from sift.collections").fetchone() == (None,)   # none yet
+    done: list[int] = []
+
+    def lower() -> None:
+        with psycopg.connect(dsn, autocommit=True) as operator:
+            operator.execute("insert into sift.tenant_limits (tenant, knob_ceilings, max_match_count) "
+                             "values ('acme', '{\"fetch_k\": 100}', 50)")
+            done.append(1)
+
+    thread = threading.Thread(target=lower)
+    thread.start()
+    time.sleep(0.5)
+    assert thread.is_alive()                     # waits for the open collection write
+    admin.commit()
+    thread.join(timeout=10)
+    assert done == [1]
+    row = db.execute("select ceilings ->> 'match_count', (resolved_knobs).fetch_k "
+                     "from sift.collections where name = 'late'").fetchone()
+    assert row == ("50", 100)
+
+
 def test_the_issues_expensive_calls_are_refused_under_the_recommended_ceilings(db, hostile):
     """The calls of issue 37 item 5 (14.5 s, 8.9 s) under the ceilings docs/trust.md suggests."""
     db.execute("insert into sift.tenant_limits (tenant, knob_ceilings, max_match_count, call_time_limit) "

@@ -162,8 +162,8 @@ def test_garbage_left_on_a_pooled_connection_breaks_no_one(db, through, corpus):
 
 def test_session_settings_left_on_a_pooled_connection_change_no_answer(db, connect_as, through, corpus):
     """extra_float_digits = -15 (every float cut to one digit, in the text sent and in the JSON a
-    function writes), IntervalStyle, TimeZone and DateStyle, left on the one server connection by
-    another client: the Python client's answers are a direct connection's to the bit (scores,
+    function writes), IntervalStyle, TimeZone, DateStyle and gin_fuzzy_search_limit, left on the
+    one server connection by another client: the Python client's answers are a direct connection's to the bit (scores,
     leg_details, explanations, page cursors, a collection's settings and knobs), whether it binds
     a tenant or not, and what it pins for its transaction is not left behind."""
     queries = _queries(4)
@@ -179,7 +179,7 @@ def test_session_settings_left_on_a_pooled_connection_change_no_answer(db, conne
         return out
 
     left = {"extra_float_digits": "-15", "IntervalStyle": "iso_8601", "TimeZone": "Asia/Kathmandu",
-            "DateStyle": "SQL, DMY"}
+            "DateStyle": "SQL, DMY", "gin_fuzzy_search_limit": "1"}
     for user, tenant in (("postgres", None), ("t_gateway", "acme")):
         expected = answers(Client(connect_as(user), tenant=tenant))
         hits = expected[2]

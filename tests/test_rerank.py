@@ -1230,7 +1230,8 @@ def test_a_tenant_admin_cannot_send_its_key_elsewhere_by_any_way_in(db, two_tena
 def test_an_upgrade_maps_old_keys_for_what_they_were_for_or_for_nothing(db, acme, operator, monkeypatch):
     """Migration 0036 on mappings an older version wrote (no provider, no endpoints): the provider
     its own words name, else the one provider (with an endpoint of its own) of the rerankers that
-    name it, else none (refused until mapped again); TEI keys keep the hosts they were used at."""
+    name it, else none (refused until mapped again); TEI keys keep the hosts they were used at,
+    those the operator still allows."""
     operator.allow()
     acme.create_collection("kb", embedding_dims=3)
     rows = [  # secret_ref, source, the providers (and base_urls) of the rerankers naming it
@@ -1240,12 +1241,15 @@ def test_an_upgrade_maps_old_keys_for_what_they_were_for_or_for_nothing(db, acme
         ("tei-key", "env:PGSIFT_ACME_TEI", [("tei", "http://127.0.0.1:9/"), ("tei", "http://127.0.0.1:9/x")]),
         ("onlytei", "env:KEY_Y", [("tei", "http://127.0.0.1:6")]),
         ("lonely", "env:KEY_Z", []),
+        ("gone-tei", "env:PGSIFT_ACME_TEI2", [("tei", "http://127.0.0.1:5/")]),  # its host taken back below
     ]
     for ref, _source, used in rows:
         for i, (provider, url) in enumerate(used):
             acme.register_reranker(f"{ref}-{i}", provider, base_url=url, secret_ref=ref)
     with db.transaction():
         db.execute("alter table sift.secret_mappings drop column provider, drop column endpoints")
+        # a host the operator no longer allows (a base_url an older version stored): not seeded
+        db.execute("update sift.rerankers set base_url = 'http://10.9.9.9/' where alias = 'gone-tei-0'")
         for ref, source, _ in rows:
             db.execute("insert into sift.secret_mappings values ('acme', %s, %s)", [ref, source])
         (migration,) = [m for m in migration_files() if m.version == "0036_secret_providers"]
@@ -1255,7 +1259,7 @@ def test_an_upgrade_maps_old_keys_for_what_they_were_for_or_for_nothing(db, acme
         "select secret_ref, provider, endpoints from sift.secret_mappings order by 1").fetchall()}
     assert placed == {"voyage": ("voyage", None), "main": ("cohere", None), "mixed": (None, None),
                       "tei-key": ("tei", ["http://127.0.0.1:9/", "http://127.0.0.1:9/x"]),
-                      "onlytei": (None, None), "lonely": (None, None)}
+                      "onlytei": (None, None), "lonely": (None, None), "gone-tei": ("tei", None)}
     usable = {alias: acme.reranker_for("kb", reranker=alias) for alias in
               [f"{ref}-{i}" for ref, _, used in rows for i in range(len(used))]}
     assert {alias for alias, cfg in usable.items() if cfg.usable} == {"voyage-0", "main-0", "tei-key-0", "tei-key-1"}

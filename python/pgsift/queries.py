@@ -113,7 +113,8 @@ def _select(model: type, function: str, args: str) -> sql.Composed:
 # client_encoding, standard_conforming_strings and application_name, which stay the
 # application's to set (docs/trust.md#poolers-and-standbys).
 _PIN = ("pg_catalog.set_config('extra_float_digits', '1', true), "
-        "pg_catalog.set_config('IntervalStyle', 'postgres', true)")
+        "pg_catalog.set_config('IntervalStyle', 'postgres', true), "
+        "pg_catalog.set_config('gin_fuzzy_search_limit', '0', true)")
 
 PIN_SETTINGS = "select " + _PIN
 
