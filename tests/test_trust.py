@@ -63,6 +63,16 @@ def role_name(tenant: str, kind: str) -> str:
     return f"iso_{tenant}_{kind}"
 
 
+def map_roles(db, tenant: str) -> None:
+    """A login role of each shipped kind, mapped to `tenant` (made once: roles are the cluster's)."""
+    for kind in KINDS:
+        role = role_name(tenant, kind)
+        if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
+            db.execute(f'create role "{role}" login')
+        db.execute(f'grant "sift_{kind}" to "{role}"')
+        db.execute("select sift.map_role(%s, %s)", [role, tenant])
+
+
 @pytest.fixture
 def tenants(db):
     """Three tenants, each with two collections (one named alike across tenants), documents,
@@ -108,12 +118,7 @@ def tenants(db):
                          "from sift.collections where name = 'docs' and tenant = %s", [set_id, tenant])
         db.execute("select sift.map_secret(%s, 'tei-key', %s, 'tei', array['http://127.0.0.1:9/'])",
                    [tenant, f"env:PGSIFT_{tenant.upper()}_TEI"])
-        for kind in KINDS:
-            role = role_name(tenant, kind)
-            if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
-                db.execute(f'create role "{role}" login')
-            db.execute(f'grant "sift_{kind}" to "{role}"')
-            db.execute("select sift.map_role(%s, %s)", [role, tenant])
+        map_roles(db, tenant)
     # Impact lists exist for every tenant (the leg reads them).
     assert db.execute("select count(distinct collection_id) from sift.term_lists").fetchone()[0] == 3
     return TENANTS
@@ -676,12 +681,7 @@ def two_tenants(db):
                                       "from sift._collection(%s) returning golden_set_id", [name]).fetchone()[0]
                 conn.execute("insert into sift.golden_questions (golden_set_id, question_key, question) "
                              "values (%s, 'q1', 'alpha?')", [set_id])
-        for kind in KINDS:
-            role = role_name(tenant, kind)
-            if db.execute("select 1 from pg_roles where rolname = %s", [role]).fetchone() is None:
-                db.execute(f'create role "{role}" login')
-            db.execute(f'grant "sift_{kind}" to "{role}"')
-            db.execute("select sift.map_role(%s, %s)", [role, tenant])
+        map_roles(db, tenant)
     return ("acme", "globex")
 
 
