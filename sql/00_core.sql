@@ -199,16 +199,16 @@ declare
     cols  sift.collections[] := '{}';
     dims  text;
 begin
-    -- One name or several, never both: the same rule for every entry point.
     -- One name (most searches): its collection, with nothing to compare.
     if collection is not null and collections is null then
         return array[sift._collection(collection)];
     end if;
+    -- One name or several, never both: the same rule for every entry point.
     if (collection is null) = (collections is null) then
         raise exception 'name the collection(s) to search: either collection => ''name'' or collections => array[...]'
             using errcode = 'SF003';
     end if;
-    names := coalesce(collections, array[collection]);
+    names := collections;
     if cardinality(names) = 0 or array_position(names, null) is not null then
         raise exception 'collections must be a non-empty array of names without nulls'
             using errcode = 'SF003';

@@ -233,25 +233,6 @@ comment on function sift._merge_knobs(jsonb, text, jsonb, sift.knob_set) is
     'every value cast to its domain, so a bad value is refused naming the knob.';
 
 
-create or replace function sift._resolve_knobs(col sift.collections, call jsonb)
-returns sift.knob_set
-language sql stable security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- A call that sets no knob takes the collection's resolved set, kept on
-    -- its row by its trigger (sift._refresh_resolved_knobs keeps it in step
-    -- with the definitions) with the stored values it was merged from: a row
-    -- written past the trigger (session_replication_role = replica) is merged
-    -- here, as is anything else.
-    select case when col.resolved_from is distinct from col.knobs then sift._merge_knobs(col.knobs, col.name, call)
-                when coalesce(call, '{}') = '{}' then col.resolved_knobs
-                else sift._merge_knobs(col.knobs, col.name, call, col.resolved_knobs) end
-$$;
-comment on function sift._resolve_knobs(sift.collections, jsonb) is
-    'Internal: the knobs in force for one collection in one call (sift._merge_knobs; with no knob '
-    'in the call, the set kept on the collection''s row; with some, theirs cast onto it).';
-
-
 create or replace function sift._tenant_ceilings(tenant text)
 returns jsonb
 language sql stable security invoker
@@ -328,6 +309,32 @@ comment on function sift._apply_ceilings(sift.knob_set, jsonb, jsonb, text) is
     'given above its ceiling is SF015; any other is held at the ceiling.';
 
 
+create or replace function sift._resolve_knobs(col sift.collections, call jsonb)
+returns sift.knob_set
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- A call that sets no knob takes the collection's resolved set, kept on
+    -- its row by its trigger (sift._refresh_resolved_knobs keeps it in step
+    -- with the definitions and the tenant's ceilings) with the stored values
+    -- it was merged from: a row written past the trigger
+    -- (session_replication_role = replica) is merged here, as is anything
+    -- else, and held to the ceilings kept on the row (a call's knob above one
+    -- is SF015).
+    select case when coalesce(call, '{}') = '{}' and col.resolved_from is not distinct from col.knobs
+                    then col.resolved_knobs
+                else sift._apply_ceilings(
+                         case when col.resolved_from is distinct from col.knobs
+                              then sift._merge_knobs(col.knobs, col.name, call)
+                              else sift._merge_knobs(col.knobs, col.name, call, col.resolved_knobs) end,
+                         col.ceilings, coalesce(call, '{}'), col.tenant) end
+$$;
+comment on function sift._resolve_knobs(sift.collections, jsonb) is
+    'Internal: the knobs in force for one collection in one call, within its tenant''s ceilings '
+    '(sift._merge_knobs; with no knob in the call, the set kept on the collection''s row; with '
+    'some, theirs cast onto it; a call''s knob above its ceiling is SF015).';
+
+
 create or replace function sift._within_ceilings(cols sift.collections[], match_count integer)
 returns void
 language plpgsql stable security invoker
@@ -381,14 +388,13 @@ comment on function sift._check_deadline(text) is
 
 create or replace function sift._resolve_all(cols sift.collections[], knobs jsonb)
 returns sift.knob_set[]
-language plpgsql stable security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
     call  jsonb := sift._check_knobs(knobs, array['call', 'both'],
                                      array(select (c).name::text from unnest(cols) c), 'knobs');
     ks    sift.knob_set[];
-    c     sift.collections;
     secs  double precision;
 begin
     -- A threshold given in the call is the caller's own: never "calibrated for
@@ -396,20 +402,11 @@ begin
     if call ? 'score_threshold' then
         call := call || '{"threshold_reranker": null}';
     end if;
+    -- Within the tenant's ceilings, kept on each collection's row (no lookup:
+    -- sift._resolve_knobs). The search's time limit is armed,
+    -- transaction-local, for the stages to check.
     ks := array(select sift._resolve_knobs(cols[i], call) from generate_subscripts(cols, 1) as i order by i);
-    -- The tenant's ceilings, kept on each collection's row (no lookup): the
-    -- call's own knobs above them are refused (stored ones were checked when
-    -- stored and are held at the ceiling since), and the search's time limit
-    -- is armed, transaction-local, for the stages to check.
-    for i in 1 .. coalesce(cardinality(cols), 0) loop
-        c := cols[i];
-        if c.ceilings is not null then
-            if call <> '{}' or c.resolved_from is distinct from c.knobs then
-                ks[i] := sift._apply_ceilings(ks[i], c.ceilings, call, c.tenant);
-            end if;
-            secs := least(secs, (c.ceilings ->> 'call_time_limit')::double precision);
-        end if;
-    end loop;
+    secs := (select pg_catalog.min((c.ceilings ->> 'call_time_limit')::double precision) from unnest(cols) c);
     if secs is not null then
         perform pg_catalog.set_config('pgsift.deadline',
                                       (extract(epoch from pg_catalog.clock_timestamp()) + secs::numeric)::text
@@ -487,7 +484,7 @@ begin
     if knobs.collection is not null then
         col := sift._collection(knobs.collection);
         call := sift._check_knobs(knobs.knobs, array['call', 'both'], array[col.name::text], 'knobs');
-        resolved := to_jsonb(sift._apply_ceilings(sift._resolve_knobs(col, call), col.ceilings, call, col.tenant));
+        resolved := to_jsonb(sift._resolve_knobs(col, call));
     end if;
     return query
     select d.name, coalesce(nullif(format_type(t.typbasetype, t.typtypmod), '-'), d.type::text),
@@ -607,12 +604,27 @@ returns trigger
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    saved text := pg_catalog.current_setting('lock_timeout');
 begin
     -- Once the collections written meanwhile are committed (and with none
     -- written until this transaction ends): a collection created or altered
     -- concurrently merged the old definitions or ceilings, and would keep
     -- them where the refresh below ran before it committed. Reads go on.
-    lock table sift.collections in share row exclusive mode;
+    -- Waiting a second at most (or the caller's shorter lock_timeout): a
+    -- tenant's write left open must not queue every tenant's collection
+    -- writes behind this change.
+    perform pg_catalog.set_config('lock_timeout',
+                                  case when saved::interval > '0'::interval and saved::interval < '1s'::interval
+                                       then saved else '1s' end, true);
+    begin
+        lock table sift.collections in share row exclusive mode;
+    exception when lock_not_available then
+        raise exception 'a collection is being written in a transaction still open: the change waits for it '
+                        'at most 1 s' using errcode = '55P03',
+                  hint = 'run it again (pg_stat_activity shows the open transaction)';
+    end;
+    perform pg_catalog.set_config('lock_timeout', saved, true);
     perform sift._refresh_resolved_knobs();
     return null;
 end;

@@ -139,8 +139,9 @@ begin
     -- Building one locks the shared table against every tenant's writes until
     -- the transaction ends, which a tenant's admin could keep open: only the
     -- operator's session builds (a tenant's collection of a new size is a
-    -- request, sift.index_requests). Anyone may have it make the walk
-    -- functions of a size whose indexes are all there (no DDL on the tables).
+    -- request, sift.index_requests). Anyone may call it for a size whose
+    -- indexes are all there: it names the index and makes nothing (no DDL;
+    -- the walk functions are the operator's session's too, below).
     if sift._dense_index_missing(dims, distance, added_only) and not sift._is_operator(session_user) then
         raise exception 'an HNSW index on the shared tables is the operator''s to build (% dimensions, %)',
             dims, distance
@@ -224,6 +225,22 @@ $$;
 comment on function sift._space_index_name(sift.vector_spaces) is
     'Internal: the HNSW index a vector space''s dense leg walks: its own, or the shared one of its '
     'size and distance.';
+
+
+create or replace function sift._space_own_index(space sift.vector_spaces)
+returns bigint
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- What the dense leg's statement names its own index by (sift._dense_rows_sql):
+    -- the collection (a built-in space's, on sift.chunks) or the space (an
+    -- added one's, on sift.chunk_vectors); null for a space on the shared index.
+    select case when not sift._space_dedicated(space) then null
+                when space.builtin then space.collection_id else space.space_id end
+$$;
+comment on function sift._space_own_index(sift.vector_spaces) is
+    'Internal: the key of a vector space''s own HNSW index (its collection''s or its own id), null '
+    'where it walks the shared index of its size (sift._dense_ids'' own_index).';
 
 
 create or replace function sift._own_index_by_operator(who name)
@@ -425,11 +442,14 @@ begin
     end if;
     -- One request of a tenant at a time, so two cannot both pass the count:
     -- in turn on the tenant's row of sift.tenant_locks, made by its first
-    -- request (row-level security shows a tenant its own row only).
-    perform 1 from sift.tenant_locks l where l.tenant = new.tenant for update;
+    -- request (row-level security shows a tenant its own row only). Written,
+    -- not only locked: at repeatable read a row another request locked and
+    -- committed meanwhile passes unnoticed, one it wrote is a serialization
+    -- failure (the count below would read the old snapshot).
+    update sift.tenant_locks l set tenant = l.tenant where l.tenant = new.tenant;
     if not found then
         insert into sift.tenant_locks (tenant) values (new.tenant) on conflict do nothing;
-        perform 1 from sift.tenant_locks l where l.tenant = new.tenant for update;
+        update sift.tenant_locks l set tenant = l.tenant where l.tenant = new.tenant;
     end if;
     -- (4 shapes, 2 waiting where no row says.)
     select coalesce(t.max_index_shapes, d.max_index_shapes, 4), coalesce(t.max_index_requests, d.max_index_requests, 2)
@@ -478,9 +498,9 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     -- The HNSW index a new space walks: its own (the operator's), or the
-    -- shared one of its size, built now by the operator (and made walkable
-    -- for anyone when it is there), else queued (the guard trigger recorded
-    -- the request) and the space searched by exact scan until it is built.
+    -- shared one of its size, built now by the operator (named for anyone
+    -- when it is there), else queued (the guard trigger recorded the
+    -- request) and the space searched by exact scan until it is built.
     if sift._space_dedicated(space) then
         return sift._ensure_space_index(space.space_id);
     end if;

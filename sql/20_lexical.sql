@@ -822,38 +822,14 @@ language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
     -- Without quoted text the leg's order stands (no statement on the chunks).
-    select best, best_scores where lift is null and sink is null
-    union all
-    select pg_catalog.array_agg(l.chunk_id order by l.rank), pg_catalog.array_agg(l.score order by l.rank)
-    from sift._lift_and_sink(best, best_scores, lift, sink) l
-    where lift is not null or sink is not null
+    -- One row whatever the case (an aggregate over no rows is a row of nulls,
+    -- so the two cases are one case expression, not a union of two).
+    select case when lift is null and sink is null then best else r.ids end,
+           case when lift is null and sink is null then best_scores else r.scores end
+    from (select pg_catalog.array_agg(l.chunk_id order by l.rank) as ids,
+                 pg_catalog.array_agg(l.score order by l.rank) as scores
+          from sift._lift_and_sink(best, best_scores, lift, sink) l
+          where lift is not null or sink is not null) r
 $$;
 comment on function sift._lift_and_sink_arrays(bigint[], double precision[], tsquery, tsquery) is
     'Internal: sift._lift_and_sink as two arrays, best first (the same arrays when nothing is quoted).';
-
-
-create or replace function sift._lexical_leg(
-    col     sift.collections,
-    knobs   sift.knob_set,
-    match   tsquery,
-    terms   text[],
-    filter  jsonb,
-    n       integer,
-    lift    tsquery default null,
-    sink    tsquery default null)
-returns table (chunk_id bigint, rank integer, score double precision, exact boolean)
-language sql stable security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-    -- One row per chunk, best first; one row of nulls carries exact false
-    -- when nothing passed and more may match.
-    select u.id, u.o::integer, u.s, l.exact
-    from sift._lexical_ids(col, knobs, match, terms, filter, n, lift, sink) l
-    left join lateral unnest(l.ids, l.raws) with ordinality as u(id, s, o) on true
-    where u.id is not null or not l.exact
-    order by u.o
-$$;
-comment on function sift._lexical_leg(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
-    tsquery, tsquery) is
-    'Internal: the lexical leg as rows (sift._lexical_ids): chunk, rank, BM25 (or ts_rank_cd) score and '
-    'whether the top n is proven exact (one row of nulls with exact false when none passed).';

@@ -300,17 +300,24 @@ begin
     -- so a refresh queued behind another tenant's cleanup would hold its own
     -- collection's writers meanwhile; the running one moves what is there.
     -- Taken on a row of the owner's table, which no other role may read or
-    -- lock (an advisory key would be anyone's to hold, and skip every clean).
-    perform 1 from sift.operator_locks o where o.name = 'clean_text_index' for update skip locked;
-    if not found then
-        return;
-    end if;
-    -- An upkeep step never fails the write it follows (the index renamed,
-    -- replaced or no longer this function's owner's): it says so and skips.
+    -- lock (an advisory key would be anyone's to hold, and skip every clean),
+    -- and let go when the clean is done: in a subtransaction rolled back
+    -- after it (what the clean moved stays moved: an index page is not
+    -- undone), so a caller's transaction left open holds no one's clean up.
     begin
-        perform pg_catalog.gin_clean_pending_list('sift.chunks_search_vector_idx'::pg_catalog.regclass);
-    exception when others then
-        raise warning 'pgsift: the text index''s pending list was not cleaned: %', sqlerrm;
+        perform 1 from sift.operator_locks o where o.name = 'clean_text_index' for update skip locked;
+        if found then
+            -- An upkeep step never fails the write it follows (the index renamed,
+            -- replaced or no longer this function's owner's): it says so and skips.
+            begin
+                perform pg_catalog.gin_clean_pending_list('sift.chunks_search_vector_idx'::pg_catalog.regclass);
+            exception when others then
+                raise warning 'pgsift: the text index''s pending list was not cleaned: %', sqlerrm;
+            end;
+        end if;
+        raise sqlstate 'SFLCK';
+    exception when sqlstate 'SFLCK' then
+        null;
     end;
 end;
 $$;

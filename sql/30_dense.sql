@@ -120,22 +120,26 @@ as $$
     -- vectors), since the walk would pass over the other collections' vectors
     -- to find theirs and cost more than the scan. The index's row count is
     -- the planner's (index build, ANALYZE, VACUUM); unknown counts as no share.
+    -- A shared index not there (a size waiting for the operator's build,
+    -- sift.index_requests): exact, whatever the size, as promised meanwhile.
     with n as (
         select coalesce(pg_catalog.sum(s.chunks), 0)::double precision as chunks
         from sift.collection_lexical_stats s
         where s.collection_id = any (collection_ids)
+    ), i as (
+        select pg_catalog.to_regclass('sift.' || shared_index) as oid
     )
     select n.chunks <= exact_search_limit
+           or (shared_index is not null and i.oid is null)
            or coalesce(n.chunks <= 2.0 * exact_search_limit
-                       and 10 * n.chunks < (select c.reltuples from pg_catalog.pg_class c
-                                            where c.oid = pg_catalog.to_regclass('sift.' || shared_index)),
+                       and 10 * n.chunks < (select c.reltuples from pg_catalog.pg_class c where c.oid = i.oid),
                        false)
-    from n
+    from n, i
 $$;
 comment on function sift._dense_exact(bigint[], integer, text) is
     'Internal: whether the dense leg scans these collections exactly (at most exact_search_limit '
-    'chunks, or up to twice that holding under a tenth of the shared index the walk would use) '
-    'or walks HNSW.';
+    'chunks, or up to twice that holding under a tenth of the shared index the walk would use, or '
+    'that index not built yet) or walks HNSW.';
 
 
 create or replace function sift._hnsw_ef_search(requested integer, wanted integer)
@@ -225,9 +229,9 @@ declare
 begin
     -- A walk function per HNSW walk a vector space makes: the walk's statement
     -- (sift._dense_rows_sql, its filter optional) as a SQL function, whose plan
-    -- PostgreSQL keeps for the session. EXECUTE of the statement itself
-    -- parsed and planned the walk on every search (~0.1 ms); a call by name
-    -- plans only the call. The index's expression is in its text (pgvector
+    -- PostgreSQL 18 keeps for the session (16 and 17 plan it each call, as
+    -- before). EXECUTE of the statement itself parsed and planned the walk on
+    -- every search (~0.1 ms); a call by name plans only the call. The index's expression is in its text (pgvector
     -- needs the dimension as a type modifier), so a function per (table,
     -- distance, size, precision, own index) whose index exists: made by the
     -- index builders in the operator's session and on every migrate, as the
@@ -239,16 +243,11 @@ begin
                s.dimensions, s.distance::text as distance, not s.builtin as added,
                s.dense_precision = 'half' as half, x.own_index
         from sift.vector_spaces s
-        cross join lateral (select case when not sift._space_dedicated(s) then null
-                                        when s.builtin then s.collection_id else s.space_id end as own_index) x
+        cross join lateral (select sift._space_own_index(s) as own_index) x
         -- Only a walk whose index is there: a space waiting for its index
         -- (sift.index_requests) is scanned exactly meanwhile, and gets its
         -- function when the operator builds the index.
-        where pg_catalog.to_regclass(pg_catalog.format('sift.%I',
-                  case when x.own_index is not null then sift._space_index_name(s)
-                       else pg_catalog.format('%s_hnsw_%s_%s', case when s.builtin then 'chunks'
-                                                                    else 'chunk_vectors' end,
-                                              s.distance, s.dimensions) end)) is not null
+        where pg_catalog.to_regclass(pg_catalog.format('sift.%I', sift._space_index_name(s))) is not null
         order by 1
     loop
         body := pg_catalog.format(sift._dense_ids_sql(),
@@ -266,7 +265,7 @@ begin
             'comment on function sift.%I(@extschema:vector@.vector, bigint[], jsonpath, integer, bigint) is %L',
             w.name, 'Internal, made by sift._ensure_walks: the dense leg''s HNSW walk over '
                     || case when w.added then 'an added space''s vectors' else 'the chunks'' own vectors' end
-                    || pg_catalog.format(' (%s, %s dimensions, %s precision%s), planned once a session.',
+                    || pg_catalog.format(' (%s, %s dimensions, %s precision%s), planned once a session (PostgreSQL 18).',
                                          w.distance, w.dimensions,
                                          case when coalesce(w.half, w.dimensions > 2000) then 'half' else 'full' end,
                                          case when w.own_index is null then ''
@@ -356,31 +355,30 @@ comment on function sift._dense_ids(bigint[], integer, text, @extschema:vector@.
     'iterative scan where pgvector has one), exact again if the index walk comes back short.';
 
 
-create or replace function sift._dense_leg(
-    collection_ids bigint[], dims integer, metric text, query @extschema:vector@.vector,
-    filter jsonb, n integer, exact_search_limit integer, space_id bigint default null,
-    half boolean default null, own_index bigint default null, ef_search integer default null)
-returns table (chunk_id bigint, rank integer, distance double precision)
+create or replace function sift._space_dense_ids(
+    space sift.vector_spaces, collection_ids bigint[], query @extschema:vector@.vector, fpath jsonpath,
+    n integer, exact_search_limit integer, ef_search integer,
+    out ids bigint[], out dists double precision[])
 language sql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    select u.id, u.o::integer, u.dist
-    from sift._dense_ids(collection_ids, dims, metric, query, sift.filter_path(filter), n,
+    -- The space's vectors (an added space's in sift.chunk_vectors), the index
+    -- it walks (its own, or the shared one of its size), exact for small
+    -- collections or while that index waits for its build (sift._dense_exact).
+    select d.ids, d.dists
+    from sift._dense_ids(collection_ids, space.dimensions, space.distance, query, fpath, n,
                          sift._dense_exact(collection_ids, exact_search_limit,
-                                           case when own_index is null
-                                                then pg_catalog.format('%s_hnsw_%s_%s',
-                                                                       case when space_id is null then 'chunks'
-                                                                            else 'chunk_vectors' end,
-                                                                       metric, dims) end),
-                         space_id, half, own_index, ef_search, sift._pgvector_has_iterative_scan()) d
-    cross join lateral unnest(d.ids, d.dists) with ordinality as u(id, dist, o)
-    order by u.o
+                                           case when not sift._space_dedicated(space)
+                                                then sift._space_index_name(space) end),
+                         case when space.builtin then null else space.space_id end,
+                         space.dense_precision = 'half', sift._space_own_index(space), ef_search,
+                         sift._pgvector_has_iterative_scan()) d
 $$;
-comment on function sift._dense_leg(bigint[], integer, text, @extschema:vector@.vector, jsonb, integer, integer,
-    bigint, boolean, bigint, integer) is
-    'Internal: the dense leg as rows (sift._dense_ids): the top n chunks by vector distance, '
-    'metadata filter inside the leg; exact for small collections, HNSW with iterative scan '
-    'otherwise, exact again if the index walk comes back short.';
+comment on function sift._space_dense_ids(sift.vector_spaces, bigint[], @extschema:vector@.vector, jsonpath,
+    integer, integer, integer) is
+    'Internal: a vector space''s dense leg (sift._dense_ids): the top n chunk ids and distances, best '
+    'first, metadata filter (sift.filter_path) inside the leg; exact for small collections, HNSW '
+    'otherwise (ef_search: the hnsw_ef_search knob), exact again if the walk comes back short.';
 
 
 -- Every migrate: the walk functions of the spaces there are, in step with

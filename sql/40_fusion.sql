@@ -303,6 +303,7 @@ declare
     raws        double precision[] := '{}';
     higher      boolean[];
     qmatch      smallint[];
+    fpath       jsonpath := sift.filter_path(_pool.filter);
 begin
     select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
     into ran, tsq, terms, lift, sink, configs
@@ -315,15 +316,9 @@ begin
         -- The active space, or the one dense_space names (an added space's
         -- vectors are in sift.chunk_vectors).
         space := sift._space(col, knobs.dense_space);
-        select array_agg(x.chunk_id order by x.rank), array_agg(x.distance order by x.rank)
-        into dense_ids, dense_raw
-        from sift._dense_leg(array[col.collection_id], space.dimensions, space.distance,
-                             query_embedding, _pool.filter, n, knobs.exact_search_limit,
-                             case when space.builtin then null else space.space_id end,
-                             space.dense_precision = 'half',
-                             case when not sift._space_dedicated(space) then null
-                                  when space.builtin then space.collection_id else space.space_id end,
-                             knobs.hnsw_ef_search) x;
+        select nullif(d.leg_ids, '{}'), nullif(d.leg_dists, '{}') into dense_ids, dense_raw
+        from sift._space_dense_ids(space, array[col.collection_id], query_embedding, fpath, n,
+                                   knobs.exact_search_limit, knobs.hnsw_ef_search) as d(leg_ids, leg_dists);
         -- Questions as vectors of their own (in the active space): each chunk
         -- at its best, its own vector or its best question's; qmatch says
         -- which question placed it (null: its own vector).
@@ -349,11 +344,9 @@ begin
         end if;
     end if;
     if 'lexical' = any (ran) then
-        select array_agg(x.chunk_id order by x.rank) filter (where x.chunk_id is not null),
-               array_agg(x.score order by x.rank) filter (where x.chunk_id is not null),
-               coalesce(pg_catalog.bool_and(x.exact), true)
+        select nullif(x.leg_ids, '{}'), nullif(x.leg_raws, '{}'), coalesce(x.leg_exact, true)
         into lexical_ids, lexical_raw, exact
-        from sift._lexical_leg(col, knobs, tsq, terms, _pool.filter, n, lift, sink) x;
+        from sift._lexical_ids(col, knobs, tsq, terms, _pool.filter, n, lift, sink) as x(leg_ids, leg_raws, leg_exact);
     end if;
 
     if cardinality(spaces) > 0 or knobs.fusion <> 'rrf' then
@@ -372,17 +365,11 @@ begin
             weights := weights || coalesce(space_weights[j], knobs.dense_weight);
             higher := higher || false;
             ran := ran || extra.name::text;
-            select ids || coalesce(array_agg(x.chunk_id order by x.rank), '{}'),
-                   raws || coalesce(array_agg(x.distance order by x.rank), '{}'),
-                   leg_of || array_fill(cardinality(names), array[count(*)::integer])
+            select ids || coalesce(d.leg_ids, '{}'), raws || coalesce(d.leg_dists, '{}'),
+                   leg_of || array_fill(cardinality(names), array[coalesce(cardinality(d.leg_ids), 0)])
             into ids, raws, leg_of
-            from sift._dense_leg(array[col.collection_id], extra.dimensions, extra.distance,
-                                 space_embeddings[j], _pool.filter, n, knobs.exact_search_limit,
-                                 case when extra.builtin then null else extra.space_id end,
-                                 extra.dense_precision = 'half',
-                                 case when not sift._space_dedicated(extra) then null
-                                      when extra.builtin then extra.collection_id else extra.space_id end,
-                                 knobs.hnsw_ef_search) x;
+            from sift._space_dense_ids(extra, array[col.collection_id], space_embeddings[j], fpath, n,
+                                       knobs.exact_search_limit, knobs.hnsw_ef_search) as d(leg_ids, leg_dists);
         end loop;
         return query
         select f.chunk_id, c.document_id, f.ranks[1], dense_raw[f.ranks[1]],

@@ -91,7 +91,7 @@ $$;
 comment on function sift._staged_search(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector,
     integer, jsonb, @extschema:vector@.vector[], text[], @extschema:vector@.vector[], double precision[]) is
     'Internal: a search through every stage''s own function (sift._late_pool, sift._hits): what '
-    'sift.search runs when the search is not plain (sift._plain_space).';
+    'sift.search runs when the search is not plain (sift._plain_plan).';
 
 
 create or replace function sift.search(

@@ -70,19 +70,22 @@ as $$
         cross join lateral (select sift._language(d.language) as lang) l
     ), a as (
         -- Another translation of a kept page (sift._finalize's a); i: the
-        -- place by score (sift._finalize's, where a score under 1e-200 counts as 0).
+        -- place by score (sift._finalize's, where a score under 1e-200 counts
+        -- as 0: its adjusted score, base x boost, which two bases a float step
+        -- apart may share).
         select p.*, 1::double precision as lf,
                p.page is not null
-               and p.doc <> pg_catalog.first_value(p.doc) over (partition by p.page order by p.base desc, p.id) as dup,
-               (pg_catalog.row_number() over (order by p.base desc, p.id))::integer as i
+               and p.doc <> pg_catalog.first_value(p.doc) over (partition by p.page
+                                                               order by p.base * knobs.boost desc, p.id) as dup,
+               (pg_catalog.row_number() over (order by p.base * knobs.boost desc, p.id))::integer as i
         from p
     ), sel as materialized (
         -- Greedy in score order within the per-document cap, then backfilled
         -- past it: sorted by (beyond the cap, score).
         select y.*, (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
-        from (select a.*, coalesce(nullif(knobs.per_document_cap, 0), 0) > 0
+        from (select a.*, coalesce(knobs.per_document_cap, 0) > 0
                           and pg_catalog.row_number() over (partition by a.doc order by a.i)
-                              > coalesce(nullif(knobs.per_document_cap, 0), 0) as late
+                              > coalesce(knobs.per_document_cap, 0) as late
               from a where not a.dup) y
         order by y.late, y.i
         limit match_count
@@ -204,9 +207,9 @@ as $$
         -- Greedy in score order within the per-document cap, then backfilled
         -- past it: sorted by (beyond the cap, score).
         select y.*, (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
-        from (select a.*, coalesce(nullif(knobs.per_document_cap, 0), 0) > 0
+        from (select a.*, coalesce(knobs.per_document_cap, 0) > 0
                           and pg_catalog.row_number() over (partition by a.doc order by a.i)
-                              > coalesce(nullif(knobs.per_document_cap, 0), 0) as late
+                              > coalesce(knobs.per_document_cap, 0) as late
               from a where a.thr_ok and not a.dup) y
         order by y.late, y.i
         limit match_count
@@ -299,8 +302,7 @@ begin
                                  sift.filter_path(filter), n, _plain_search.exact,
                                  case when space.builtin then null else space.space_id end,
                                  space.dense_precision = 'half',
-                                 case when not sift._space_dedicated(space) then null
-                                      when space.builtin then space.collection_id else space.space_id end,
+                                 sift._space_own_index(space),
                                  knobs.hnsw_ef_search, iterative) d;
     end if;
     if 'lexical' = any (ran) then
@@ -325,7 +327,7 @@ $$;
 comment on function sift._plain_search(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer,
     jsonb, sift.vector_spaces, boolean, boolean) is
     'Internal: a plain search of one collection (sift._plain_plan, whose space, exact and iterative '
-    'it takes): each leg once, then sift._plain_hits.';
+    'it takes): each leg once, then sift._plain_hits (sift._plain_hits_adjusted when a score is rescaled).';
 
 
 create or replace function sift._plain_plan(col sift.collections, knobs sift.knob_set)
@@ -340,10 +342,7 @@ as $$
     -- (sift._dense_exact) and whether pgvector walks iteratively. No row
     -- otherwise: the staged pipeline runs.
     select s, sift._dense_exact(array[col.collection_id], knobs.exact_search_limit,
-                                case when not sift._space_dedicated(s)
-                                     then pg_catalog.format('%s_hnsw_%s_%s',
-                                                            case when s.builtin then 'chunks' else 'chunk_vectors' end,
-                                                            s.distance, s.dimensions) end),
+                                case when not sift._space_dedicated(s) then sift._space_index_name(s) end),
            sift._pgvector_has_iterative_scan()
     from sift.vector_spaces s
     where s.collection_id = col.collection_id and s.active

@@ -294,7 +294,7 @@ create or replace function sift._page_start(
     filter jsonb, page_size integer, cursor text,
     out ks sift.knob_set[], out fingerprint text, out window_size integer, out served integer,
     out seen bigint[], out litm boolean)
-language plpgsql stable security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare

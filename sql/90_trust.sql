@@ -164,9 +164,10 @@ revoke all on all functions in schema sift from public;
 -- do is decided by the table grants and policies below, not by EXECUTE.
 grant execute on all functions in schema sift to sift_reader, sift_gateway;
 -- Of the security definer functions, those that build or drop an index as the
--- table's owner are for collection admins, who may have them make the walk
--- functions of a size whose indexes are there; building and dropping the
--- indexes themselves is the operator's session's (each function checks).
+-- table's owner are for collection admins, whose new collection of a size
+-- with its indexes has them name the index; building and dropping indexes,
+-- and making their walk functions, is the operator's session's (each
+-- function checks).
 -- (sift._text_matches checks its caller itself.)
 revoke execute on function sift._ensure_dense_index(integer, sift.distance, boolean)
     from sift_reader, sift_gateway;

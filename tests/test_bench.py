@@ -634,13 +634,23 @@ def test_peers_over_a_view_and_never_a_schema_of_the_users(db, client, toy: Path
 
 def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: Path):
     from pgsift import bench_profile
+    # The raw walks' settings are set around them alone: the session's own are there after.
+    db.execute("select set_config('hnsw.ef_search', '55', false), case when sift._pgvector_has_iterative_scan() "
+               "then set_config('hnsw.iterative_scan', 'strict_order', false) end")
+    settings = "select current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan', true)"
+    own = db.execute(settings).fetchone()
+    assert own[0] == "55"
     result = bench_profile.run_profile(db, toy, collection="bench", queries=2, match_count=3)
+    assert db.execute(settings).fetchone() == own
     assert result["chunks"] == 6 and result["queries"] == 2 and result["match_count"] == 3
+    assert result["ef_search"] == 100   # the dense leg's: hnsw_ef_search's default, over fetch_k
     assert set(result["calls"]) == {"raw_ids", "raw_hits", "dense", "lexical", "hybrid", "hybrid_client",
                                     "supabase_hybrid"}
+    raw_ids, raw_hits = result["calls"]["raw_ids"]["p50_ms"], result["calls"]["raw_hits"]["p50_ms"]
     for m in result["calls"].values():
-        assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"] and m["over_raw_hits"] > 0
-    assert result["calls"]["raw_hits"]["over_raw_hits"] == 1
+        assert m["p50_ms"] > 0 and m["p95_ms"] >= m["p50_ms"]
+        assert m["over_raw_ids"] == pytest.approx(m["p50_ms"] / raw_ids)
+        assert m["over_raw_hits"] == pytest.approx(m["p50_ms"] / raw_hits)
     for mode in bench_profile.MODES:
         prof = result["profiles"][mode]
         # Every search went through sift.search once, and through its plain path.
@@ -658,8 +668,17 @@ def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: P
     assert "_dense_ids" not in result["profiles"]["lexical"]["functions"]
     # The schema the peers ran on is gone, the collection stays (--reuse keeps it next time).
     assert db.execute("select to_regnamespace('pgsift_peers')").fetchone() == (None,)
+    # Walked (no exact scan), the dense and hybrid searches go through the walk function; the
+    # table shows it in their columns alone, and _plain_hits in every mode's.
+    Client(db).alter_collection("bench", exact_search_limit=0)
     again = bench_profile.run_profile(db, toy, collection="bench", queries=2, match_count=3, reuse=True,
                                       peers_too=False)
     assert "supabase_hybrid" not in again["calls"]
     table = bench_profile.format_table(again)
-    assert "outside the legs" in table and "raw_hits" in table and "_plain_hits" in table
+    assert "outside the legs" in table and "raw_hits" in table
+    walk = db.execute("select sift._walk_name(%s, 'cosine', false, null, null)", (DIMS,)).fetchone()[0]
+    rows = {line.split()[0]: [line[29 + 10 * i:38 + 10 * i].strip() for i in range(3)]
+            for line in table.splitlines() if line.startswith("_")}
+    assert list(again["profiles"]) == ["dense", "lexical", "hybrid"]
+    assert all(float(cell) > 0 for cell in rows["_plain_hits"])
+    assert float(rows[walk][0]) > 0 and rows[walk][1] == "" and float(rows[walk][2]) > 0

@@ -99,3 +99,15 @@ def test_doctor_warns_while_an_index_waits_for_the_operator(db, connect_as):
     assert "sift.ensure_dense_indexes()" in queued().advice
     db.execute("select sift.ensure_dense_indexes()")
     assert queued().status == "ok"
+    # A space's own index is the one it walks: missing (as after a restore), doctor names it, as
+    # collection_info says queued; ensure_dense_indexes builds it again.
+    client = Client(db)
+    own = client.create_collection("own", embedding_dims=8, hnsw_m=24)
+    name = db.execute("select sift._space_index_name(s) from sift.vector_spaces s where s.collection_id = %s",
+                      (own.collection_id,)).fetchone()[0]
+    assert name == f"chunks_hnsw_collection_{own.collection_id}" and queued().status == "ok"
+    db.execute(f"drop index sift.{name}")
+    assert client.get_collection("own").dense_index == "queued"
+    assert queued().status == "warn" and queued().value.endswith(f": 8 cosine ({name})")
+    db.execute("select sift.ensure_dense_indexes()")
+    assert queued().status == "ok" and client.get_collection("own").dense_index == "built"

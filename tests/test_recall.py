@@ -177,7 +177,7 @@ def test_small_collection_filtered_hnsw_walk_fills_its_top_n(loaded):
     for i, q in enumerate(queries):
         leg = _leg_with_values(conn, col.collection_id, q, n)
         with conn.transaction():
-            # the settings the leg itself uses (sift._dense_leg), plus one that rules out the sort plan
+            # the settings the leg itself uses (sift._dense_ids), plus one that rules out the sort plan
             conn.execute("set local enable_sort = off")
             conn.execute("set local hnsw.ef_search = 100")
             conn.execute("set local hnsw.iterative_scan = relaxed_order")

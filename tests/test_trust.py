@@ -296,10 +296,16 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("allow_endpoint", one("select sift.allow_endpoint('http://evil.example/', %s)", [other])),
         ("map_role", one("select sift.map_role(current_user, %s)", [other])),
         # internal functions, forged arguments: a collection row that is not the caller's
-        ("forged_dense_leg", rows("select * from sift._dense_leg(%s, 8, 'cosine', %s::text::"
-                                  "public.vector, '{}', 10, 10000)", [[col_id], vec])),
-        ("forged_dense_leg_own_index", rows("select * from sift._dense_leg(%s, 8, 'cosine', %s::text::"
-                                            "public.vector, '{}', 10, -1, null, false, %s)", [[col_id], vec, col_id])),
+        ("forged_dense_leg", rows("select u.* from sift._dense_ids(%s, 8, 'cosine', %s::text::public.vector, "
+                                  "null, 10, true, null, false, null, null, false) d, "
+                                  "unnest(d.ids, d.dists) as u(chunk_id, distance)", [[col_id], vec])),
+        ("forged_dense_leg_walk", rows("select u.* from sift._dense_ids(%s, 8, 'cosine', %s::text::public.vector, "
+                                       "null, 10, false, null, false, null, null, true) d, "
+                                       "unnest(d.ids, d.dists) as u(chunk_id, distance)", [[col_id], vec])),
+        ("forged_dense_leg_own_index", rows("select u.* from sift._dense_ids(%s, 8, 'cosine', "
+                                            "%s::text::public.vector, null, 10, false, null, false, %s, null, true) d, "
+                                            "unnest(d.ids, d.dists) as u(chunk_id, distance)",
+                                            [[col_id], vec, col_id])),
         # an id, not a row the caller can see: the builder itself refuses anyone but the operator
         ("forged_space_index", one("select sift._ensure_space_index(%s)", [rng.randint(1, 40)])),
         ("forged_space_index_as", one("select sift._ensure_space_index(%s, 'postgres')", [rng.randint(1, 40)])),

@@ -21,6 +21,7 @@ own table and indexes as they would in their own deployments.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -136,6 +137,28 @@ class Peers:
         vector = embedding if isinstance(embedding, str) else vector_text(embedding)
         rows = self.conn.execute(self.sql[mode], {"q": text, "e": vector, "k": k}).fetchall()
         return [r[0] for r in rows]
+
+
+class RawWalk:
+    """The comparable raw query's walk (issue 33's decision 1), for bench profile's raw_ids and
+    raw_hits and bench scale's raw_hits alike: ``begin`` sets hnsw.ef_search to the dense leg's
+    and, where pgvector has iterative scans, a relaxed-order one, as the leg walks; ``end`` puts
+    back the session's own (as they were when made), so what runs next walks with those:
+    Supabase's function at its defaults (sift.search sets and restores its own). ``hooks``:
+    both, for bench_turns.in_turn's ``around``."""
+
+    def __init__(self, conn: psycopg.Connection[Any], ef: int):
+        self.conn = conn
+        self.ef = ef
+        row = conn.execute(q.PROFILE_WALK_SAVED).fetchone()
+        self._saved: tuple[str | None, str | None] = (row[0], row[1]) if row else (None, None)
+        self.hooks: tuple[Callable[[], None], Callable[[], None]] = (self.begin, self.end)
+
+    def begin(self) -> None:
+        self.conn.execute(q.PROFILE_WALK_SETTINGS, {"ef": str(self.ef), "iterative": "relaxed_order"})
+
+    def end(self) -> None:
+        self.conn.execute(q.PROFILE_WALK_SETTINGS, {"ef": self._saved[0], "iterative": self._saved[1]})
 
 
 def drop(conn: psycopg.Connection[Any]) -> None:

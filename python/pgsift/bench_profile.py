@@ -5,14 +5,15 @@ measured against and pgsift's own, all at match_count 10 (``--match-count``):
 
 * ``raw_ids``: pgvector's query, ``order by embedding <=> q limit k`` through the
   collection's HNSW index (pgsift's own table and index, the collection filter
-  inside the walk, an iterative scan), at the ``hnsw.ef_search`` the dense leg
-  walks with (the comparable walk: issue 33's decision 1);
+  inside the walk), walked as the dense leg walks: its ``hnsw.ef_search`` and a
+  relaxed-order iterative scan where pgvector has one (the comparable walk: issue
+  33's decision 1; pgsift.bench_peers.RawWalk, set around these two calls only);
 * ``raw_hits``: the same walk joined to what a hit needs (the chunk's text, its
   document's title, uri and metadata): the comparable raw query;
 * ``dense``, ``lexical``, ``hybrid``: ``sift.search`` with the collection's knobs
   (dense: ``{"hybrid": false}``; lexical: no embedding), every row fetched;
 * ``supabase_hybrid``: Supabase's documented ``hybrid_search`` on a plain copy of
-  the chunks (pgsift.bench_peers);
+  the chunks (pgsift.bench_peers), at the session's HNSW settings, as deployed;
 * ``hybrid_client``: the hybrid search through ``Client.search`` (what a Python
   caller sees: its rows as dataclasses).
 
@@ -39,29 +40,38 @@ from psycopg.types.json import Jsonb
 
 from . import bench_peers, bench_turns
 from . import queries as q
-from .bench import load_beir, load_collection
+from .bench import _percentile, load_beir, load_collection
 from .client import Client
 from .errors import InvalidArgument
 from .models import vector_text
 
 MODES = ("dense", "lexical", "hybrid")
 # The leg functions a search's time is split by: what runs inside them is the legs'. In each
-# group one calls the next (the staged pipeline's row form calls the arrays), so a group counts
-# once, by its largest total.
-LEGS = (("_dense_leg", "_dense_ids"), ("_question_leg",), ("_legs",), ("_lexical_leg", "_lexical_ids"))
+# group one calls the next (the staged pipeline reaches _dense_ids through a space's
+# _space_dense_ids), so a group counts once, by its largest total.
+LEGS = (("_space_dense_ids", "_dense_ids"), ("_question_leg",), ("_legs",), ("_lexical_ids",))
 KNOBS = {"dense": {"hybrid": False}, "lexical": {}, "hybrid": {}}
 
 
-def _p(values: list[float], pct: float) -> float:
-    return float(sorted(values)[max(0, math.ceil(pct / 100 * len(values)) - 1)]) if values else math.nan
-
-
 def _function_times(conn: psycopg.Connection[Any]) -> dict[str, tuple[int, float, float]]:
-    """Each sift function's (calls, total ms, self ms) so far, flushed first."""
+    """Each sift function's (calls, total ms, self ms) so far, flushed first (on an autocommit
+    connection a forced flush is done before the call's answer comes back: nothing to wait for)."""
     conn.execute(q.PROFILE_FLUSH)
-    time.sleep(0.6)   # the statistics collector's flush interval is 1 s at most: forced above
     conn.execute(q.PROFILE_CLEAR_SNAPSHOT)
     return {name: (int(c), float(t), float(s)) for name, c, t, s in conn.execute(q.PROFILE_FUNCTIONS)}
+
+
+def _one(conn: psycopg.Connection[Any], query: Any, params: dict[str, Any]) -> int:
+    row = conn.execute(query, params).fetchone()
+    assert row is not None   # counts and the knob lookup always return a row
+    return int(row[0])
+
+
+def _loaded(conn: psycopg.Connection[Any], client: Client, collection: str) -> int:
+    """How many chunks the tenant's collection holds (0 when it has none of that name)."""
+    if not any(c.name == collection for c in client.list_collections()):
+        return 0
+    return _one(conn, q.BENCH_CHUNK_COUNT, {"collection": collection})
 
 
 def run_profile(conn: psycopg.Connection[Any], dataset: Path, *, model: str | None = None,
@@ -73,11 +83,14 @@ def run_profile(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
         raise InvalidArgument(f"need queries >= 2 and match_count >= 1, got {queries} and {match_count}")
     data = load_beir(Path(dataset), model)
     client = Client(conn, refresh_backlog=1)
-    loaded = conn.execute(q.PROFILE_LOADED, {"c": collection}).fetchone()
-    if not (reuse and loaded and loaded[0] == len(data)):
+    if not (reuse and _loaded(conn, client, collection) == len(data)):
         load_collection(client, collection, data)
         conn.execute(q.ANALYZE)
-    cid, dims, ef = conn.execute(q.PROFILE_COLLECTION, {"c": collection, "k": match_count}).fetchone() or (0, 0, 0)
+    # The collection as the session's tenant sees it (CollectionNotFound if it does not), and the
+    # candidate list its dense leg walks with at this match_count.
+    col = client.get_collection(collection)
+    cid, dims = col.collection_id, col.embedding_dims
+    ef = _one(conn, q.BENCH_LEG_EF_SEARCH, {"collection": collection, "match_count": match_count})
     schema = bench_peers.vector_schema(conn)
     raw = {name: bench_peers.render(text, schema, dims) for name, text in
            (("raw_ids", q.PROFILE_RAW_IDS), ("raw_hits", q.PROFILE_RAW_HITS))}
@@ -101,9 +114,10 @@ def run_profile(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
     for mode in MODES:
         runs[mode] = partial(sql_call, q.PROFILE_SEARCH, mode)
     runs["hybrid_client"] = client_call
-    # The raw walks run at the dense leg's candidate list, with an iterative scan as the leg's
-    # (set for the session: pgsift sets its own inside the leg and restores the session's).
-    conn.execute(q.PROFILE_WALK_SETTINGS, {"ef": str(ef)})
+    # The raw walks walk as the dense leg does, set around them alone: everything else (the
+    # Supabase function above all) runs with the session's own settings.
+    walk = bench_peers.RawWalk(conn, ef)
+    around = dict.fromkeys(raw, walk.hooks)
     peers_skipped = None
     try:
         if peers_too:
@@ -114,11 +128,11 @@ def run_profile(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
                                                                      match_count))
             except bench_peers.PeersUnavailable as exc:
                 peers_skipped = str(exc)
-        _, times = bench_turns.in_turn(runs, range(1, n + 1), warm_up=0)
+        _, times = bench_turns.in_turn(runs, range(1, n + 1), around, warm_up=0)
     finally:
         if peers_too:
             bench_peers.drop(conn)
-    calls = {name: {"p50_ms": statistics.median(t), "p95_ms": _p(t, 95)} for name, t in times.items()}
+    calls = {name: {"p50_ms": statistics.median(t), "p95_ms": _percentile(t, 95)} for name, t in times.items()}
     for m in calls.values():
         for base in ("raw_ids", "raw_hits"):
             m[f"over_{base}"] = m["p50_ms"] / calls[base]["p50_ms"] if calls[base]["p50_ms"] else math.nan
@@ -163,7 +177,8 @@ def _profile_mode(conn: psycopg.Connection[Any], mode: str, n: int, params: Any)
 
 def format_table(result: dict[str, Any]) -> str:
     lines = [f"dataset {result['dataset']}: {result['chunks']:,} chunks, {result['queries']} queries in turn, "
-             f"match_count {result['match_count']}, hnsw.ef_search {result['ef_search']} for every walk",
+             f"match_count {result['match_count']}, hnsw.ef_search {result['ef_search']} for the raw walks and "
+             "pgsift's dense leg (Supabase's at the session's)",
              f"{'call':16} {'p50 ms':>8} {'p95 ms':>8} {'/raw_ids':>9} {'/raw_hits':>10}",
              f"{'-' * 16} {'-' * 8} {'-' * 8} {'-' * 9} {'-' * 10}"]
     for name, m in result["calls"].items():

@@ -336,11 +336,13 @@ def run_scale(conn: psycopg.Connection[Any], chunks: int, *, queries: int = 100,
         # The peers' SQL over a view of the same chunks, on pgsift's own indexes.
         bench_peers.install(conn, COLLECTION, DIMS, copy=False)
         peers = bench_peers.Peers(conn)
-        around = {"raw_pgvector": (partial(peers.begin, "pgvector_hnsw", 40), peers.end),
-                  "raw_pgvector_ef": (partial(peers.begin, "pgvector_hnsw", 40, leg_ef), peers.end),
-                  "raw_hits": (partial(peers.begin, "pgvector_hnsw", 10, leg_ef), peers.end)}
-        # The comparable raw query (issue 33's decision 1): the walk at the leg's ef_search
-        # joined to the chunk's text and its document's title, uri and metadata.
+        around: dict[str, bench_turns.Hooks] = {
+            "raw_pgvector": (partial(peers.begin, "pgvector_hnsw", 40), peers.end),
+            "raw_pgvector_ef": (partial(peers.begin, "pgvector_hnsw", 40, leg_ef), peers.end),
+            "raw_hits": bench_peers.RawWalk(conn, leg_ef).hooks}
+        # The comparable raw query (issue 33's decision 1): the walk as the leg walks (its
+        # ef_search, an iterative scan; bench_peers.RawWalk) joined to the chunk's text and
+        # its document's title, uri and metadata.
         raw_hits = (bench_peers.render(q.PROFILE_RAW_HITS, bench_peers.vector_schema(conn), DIMS),
                     int(_one(conn, q.COLLECTION_ID, {"collection": COLLECTION})))
         # Every mix's queries first (the same draws as one mix after another), then every

@@ -141,9 +141,11 @@ class Client:
             vectors.register(conn, (row[0], row[1]))
 
     def _begin(self, conn: psycopg.Connection[Any]) -> None:
-        """The first statement of each transaction (sent with its work, never a round trip of
-        its own): the client's tenant bound, when it binds one, and the session settings an
-        answer depends on pinned for the transaction (q.PIN_SETTINGS says which and why)."""
+        """The first statement of each transaction: the client's tenant bound, when it binds
+        one, and the session settings an answer depends on pinned for the transaction
+        (q.PIN_SETTINGS says which and why). Pipelined (_rows, _write_batch), it goes in the
+        round trip of the first statements; in `transaction()` (the caller's statements, or a
+        method's that wait on an earlier answer) it is one round trip of its own."""
         if self.tenant is not None:
             conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
         else:
@@ -151,8 +153,11 @@ class Client:
 
     @contextlib.contextmanager
     def transaction(self, source: Any = None) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction with the client's tenant bound (and extra_float_digits pinned), errors
-        typed: for work this client has no method for (pgsift.golden and pgsift.evaluation use it)."""
+        """One transaction with the client's tenant bound (and the settings q.PIN_SETTINGS names
+        pinned: extra_float_digits, IntervalStyle, gin_fuzzy_search_limit), errors typed: for work
+        this client has no method for (pgsift.golden and pgsift.evaluation use it). Not pipelined
+        (the caller's statements run as they would outside it), so the binding costs one round
+        trip of its own."""
         with self._connection(source) as conn:
             try:
                 with conn.transaction():
@@ -426,7 +431,8 @@ class Client:
         return ids
 
     def _write_batch(self, batch: calls.Batch) -> list[int]:
-        with self._connection() as conn, conn.transaction():
+        # Pipelined: BEGIN, the binding (_begin) and the batch's first statements in one round trip.
+        with self._connection() as conn, conn.pipeline(), conn.transaction():
             self._begin(conn)
             return self._write_in(conn, batch)
 

@@ -139,9 +139,11 @@ class AsyncClient:
             vectors.register(conn, (row[0], row[1]))
 
     async def _begin(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """The first statement of each transaction (sent with its work, never a round trip of
-        its own): the client's tenant bound, when it binds one, and the session settings an
-        answer depends on pinned for the transaction (q.PIN_SETTINGS says which and why)."""
+        """The first statement of each transaction: the client's tenant bound, when it binds
+        one, and the session settings an answer depends on pinned for the transaction
+        (q.PIN_SETTINGS says which and why). Pipelined (_rows, _write_batch), it goes in the
+        round trip of the first statements; in `transaction()` (the caller's statements, or a
+        method's that wait on an earlier answer) it is one round trip of its own."""
         if self.tenant is not None:
             await conn.execute(q.SET_TENANT, {"tenant": self.tenant}, prepare=False)
         else:
@@ -149,8 +151,11 @@ class AsyncClient:
 
     @contextlib.asynccontextmanager
     async def transaction(self, source: Any = None) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """One transaction with the client's tenant bound (and extra_float_digits pinned), errors
-        typed: for work this client has no method for (pgsift.golden and pgsift.evaluation use it)."""
+        """One transaction with the client's tenant bound (and the settings q.PIN_SETTINGS names
+        pinned: extra_float_digits, IntervalStyle, gin_fuzzy_search_limit), errors typed: for work
+        this client has no method for (pgsift.golden and pgsift.evaluation use it). Not pipelined
+        (the caller's statements run as they would outside it), so the binding costs one round
+        trip of its own."""
         async with self._connection(source) as conn:
             try:
                 async with conn.transaction():
@@ -424,7 +429,8 @@ class AsyncClient:
         return ids
 
     async def _write_batch(self, batch: calls.Batch) -> list[int]:
-        async with self._connection() as conn, conn.transaction():
+        # Pipelined: BEGIN, the binding (_begin) and the batch's first statements in one round trip.
+        async with self._connection() as conn, conn.pipeline(), conn.transaction():
             await self._begin(conn)
             return await self._write_in(conn, batch)
 

@@ -115,10 +115,11 @@ def checks(conn: psycopg.Connection[Any]) -> list[Check]:
     queued, shapes = conn.execute(q.DOCTOR_QUEUED_INDEXES).fetchone() or (0, None)
     found.append(Check(
         "hnsw indexes queued", "ok" if not queued else "warn",
-        f"{queued} size(s) without their HNSW index" + (f": {shapes}" if shapes else ""),
+        f"{queued} HNSW index(es) a vector space walks not built" + (f": {shapes}" if shapes else ""),
         "every vector space walks its index" if not queued else
-        "collections of these sizes are searched by exact scan: as the operator, run select "
-        "sift.ensure_dense_indexes() (or schedule it, e.g. with pg_cron) to build them"))
+        "collections whose spaces walk these are searched by exact scan (collection_info's dense_index "
+        "says queued): as the operator, run select sift.ensure_dense_indexes() (or schedule it, e.g. "
+        "with pg_cron) to build them"))
     # Searches read a collection's unfolded statements for their terms (a row each per term's
     # bucket) and the text index's pending entries: cheap at the client's backlog (10), not at
     # ten times it.

@@ -103,15 +103,18 @@ def _select(model: type, function: str, args: str) -> sql.Composed:
 
 
 # -- tenant and session settings ------------------------------------------------------------
-# Every transaction of the client starts with one of these, in the round trip of its work. A
-# pooled server connection may carry another client's session settings, and two of them change
-# an answer's values, not just their look: extra_float_digits (-15 cuts every float to one
+# Every transaction of the client starts with one of these (Client._begin says in which round
+# trip). A pooled server connection may carry another client's session settings, and three of
+# them change an answer, not just its look: extra_float_digits (-15 cuts every float to one
 # digit, in the text the server sends and wherever a function turns a float into text or JSON:
-# Hit.leg_details, a collection's settings) and IntervalStyle (a duration's text: "30 days" or
-# "P30D"). The client pins both for its transaction, to the server's defaults. PgBouncer
-# restores neither for the next client; it gives each client back its own DateStyle, TimeZone,
-# client_encoding, standard_conforming_strings and application_name, which stay the
-# application's to set (docs/trust.md#poolers-and-standbys).
+# Hit.leg_details, a collection's settings), IntervalStyle (a duration's text: "30 days" or
+# "P30D") and gin_fuzzy_search_limit (a text index scan past it returns a random subset of its
+# matches; pgsift's functions that scan the index set it themselves, this covers the client's
+# own statements too). The client pins all three for its transaction: the first two to the
+# server's defaults, the third to 0 (no limit). PgBouncer restores none of them for the next
+# client; it gives each client back its own DateStyle, TimeZone, client_encoding,
+# standard_conforming_strings and application_name, which stay the application's to set
+# (docs/trust.md#poolers-and-standbys).
 _PIN = ("pg_catalog.set_config('extra_float_digits', '1', true), "
         "pg_catalog.set_config('IntervalStyle', 'postgres', true), "
         "pg_catalog.set_config('gin_fuzzy_search_limit', '0', true)")
@@ -808,16 +811,6 @@ select source_uri from pgsift_peers.hybrid_search(query_text => %(q)s::text,
 # bench profile: the comparable raw queries (pgsift's own table and HNSW index, the collection
 # filter inside the walk; {dims} and pgvector's schema written in by bench_peers.render), the
 # search itself, and the function statistics it is split by.
-PROFILE_LOADED = """
-select coalesce((select pg_catalog.count(*) from sift.documents d
-                 join sift.collections c on c.collection_id = d.collection_id where c.name = %(c)s::text), 0)
-"""
-PROFILE_COLLECTION = """
-select c.collection_id, c.embedding_dims,
-       sift._hnsw_ef_search((c.resolved_knobs).hnsw_ef_search,
-                            greatest((c.resolved_knobs).fetch_k, %(k)s::integer))
-from sift.collections c where c.name = %(c)s::text
-"""
 PROFILE_WALK = """
 select c.chunk_id, c.document_id, c.content
 from sift.chunks c
@@ -830,9 +823,16 @@ PROFILE_RAW_IDS = PROFILE_WALK.replace("c.chunk_id, c.document_id, c.content", "
 PROFILE_RAW_HITS = (
     "select w.chunk_id, w.content, d.title, d.source_uri, d.metadata\nfrom (" + PROFILE_WALK + ") w\n"
     "join sift.documents d on d.document_id = w.document_id")
+# The raw walks' settings (pgsift.bench_peers.RawWalk), set before each and restored after: a
+# relaxed-order iterative scan where pgvector has one (older versions reject the setting), as the
+# dense leg walks; a null value resets a setting to the session's default.
+PROFILE_WALK_SAVED = """
+select pg_catalog.current_setting('hnsw.ef_search', true), pg_catalog.current_setting('hnsw.iterative_scan', true)
+"""
 PROFILE_WALK_SETTINGS = """
 select pg_catalog.set_config('hnsw.ef_search', %(ef)s::text, false),
-       pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', false)
+       case when sift._pgvector_has_iterative_scan()
+            then pg_catalog.set_config('hnsw.iterative_scan', %(iterative)s::text, false) end
 """
 PROFILE_SEARCH = """
 select * from sift.search(collection => %(c)s::text, query_text => %(q)s::text, query_embedding => %(e)s,
@@ -918,19 +918,23 @@ select a.attstorage::text,
 from pg_catalog.pg_attribute a
 where a.attrelid = 'sift.chunks'::regclass and a.attname = 'search_vector'
 """
-# The collection with the most write statements not yet folded (one pending row each of chunk
-# counts; the table holds one more row a collection), as row-level security shows them.
-# The (dimension, distance) shapes whose shared HNSW index some vector space lacks: queued for the
-# operator's sift.ensure_dense_indexes() (a tenant's request, or after a restore), as row-level
-# security shows the spaces.
+
+# The HNSW indexes the vector spaces walk (each its own or the shared one of its size, the test
+# collection_info's dense_index makes) that are not built: queued for the operator's
+# sift.ensure_dense_indexes() (a tenant's request, or after a restore), as row-level security
+# shows the spaces. Each as its size and distance, and its name when it is a space's own.
 DOCTOR_QUEUED_INDEXES = """
 select pg_catalog.count(*)::integer,
-       pg_catalog.string_agg(q.dimensions || ' ' || q.distance, ', ' order by q.dimensions, q.distance)
-from (select distinct s.dimensions, s.distance::text as distance
+       pg_catalog.string_agg(w.dimensions || ' ' || w.distance
+                             || case when w.own then ' (' || w.name || ')' else '' end,
+                             ', ' order by w.dimensions, w.distance, w.name)
+from (select distinct sift._space_index_name(s) as name, s.dimensions, s.distance::text as distance,
+                      sift._space_dedicated(s) as own
       from sift.vector_spaces s
-      where not sift._space_dedicated(s)
-        and sift._dense_index_missing(s.dimensions, s.distance, not s.builtin)) q
+      where pg_catalog.to_regclass('sift.' || sift._space_index_name(s)) is null) w
 """
+# The collection with the most write statements not yet folded (one pending row each of chunk
+# counts; the table holds one more row a collection), as row-level security shows them.
 DOCTOR_PENDING_STATS = """
 select c.name::text, s.n
 from (select s.collection_id, pg_catalog.count(*) as n
