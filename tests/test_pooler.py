@@ -25,6 +25,7 @@ import numpy as np
 import pgsift
 import psycopg
 import pytest
+import reaper
 from conftest import PORT, SOCKET_DIR, random_documents, unit
 from pgsift import AsyncClient, Client
 
@@ -82,6 +83,7 @@ pidfile = {home}/pgbouncer.pid
     if os.geteuid() == 0:
         command[1:1] = ["-u", "embedded_postgres"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    watch = reaper.guard(proc.pid, home)     # stops it when this process is killed first
     try:
         deadline = time.monotonic() + 15
         while True:
@@ -102,6 +104,7 @@ pidfile = {home}/pgbouncer.pid
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(home, ignore_errors=True)
+        watch.release()
 
 
 @pytest.fixture

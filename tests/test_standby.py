@@ -23,6 +23,7 @@ import numpy as np
 import pgsift
 import psycopg
 import pytest
+import reaper
 from conftest import BIN, PORT, SOCKET_DIR, random_documents, unit
 from pgsift import AsyncClient, Client, migrate
 from rerank_servers import RerankServer, import_providers, keyword_scorer, loopback_only
@@ -54,6 +55,8 @@ def standby_socket() -> Iterator[str]:
         detail = getattr(exc, "stderr", b"") or b""
         shutil.rmtree(home, ignore_errors=True)
         pytest.fail(f"could not start a standby: {exc}: {detail.decode(errors='replace')}")
+    # Stopped below; the guard stops it too when this process is killed before it gets there.
+    watch = reaper.guard(int((data / "postmaster.pid").read_text().split()[0]), home)
     try:
         with psycopg.connect(host=str(sock), port=PORT, user="postgres", dbname="postgres") as conn:
             assert conn.execute("select pg_is_in_recovery()").fetchone() == (True,)
@@ -63,6 +66,7 @@ def standby_socket() -> Iterator[str]:
             _run(BIN / "pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(home, ignore_errors=True)
+            watch.release()
 
 
 @pytest.fixture
