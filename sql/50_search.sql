@@ -173,16 +173,23 @@ create or replace function sift.explain(
     query_tokens    @extschema:vector@.vector[] default null,
     spaces          text[] default null,
     space_embeddings @extschema:vector@.vector[] default null,
-    space_weights   double precision[] default null)
+    space_weights   double precision[] default null,
+    rerank_ids      bigint[] default null,
+    rerank_scores   double precision[] default null,
+    scored_by       text default null)
 returns setof sift.explanation
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    cols sift.collections[] := sift._collections(explain.collection, explain.collections);
-    ks   sift.knob_set[] := sift._resolve_all(cols, explain.knobs);
-    pool sift.candidate[];
-    late record;
+    cols   sift.collections[] := sift._collections(explain.collection, explain.collections);
+    ks     sift.knob_set[] := sift._resolve_all(cols, explain.knobs);
+    choice record := sift._reranker_choice(cols, ks);
+    given_ids  bigint[];
+    given_base double precision[];
+    pool   sift.candidate[];
+    late   record;
+    status text;
 begin
     perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
                               space_weights);
@@ -190,33 +197,89 @@ begin
         raise exception 'chunk_ids has % ids; explain looks at most 1,000 up', cardinality(explain.chunk_ids)
             using errcode = 'SF003';
     end if;
-    late := sift._late_pool(cols, ks, query_text, query_embedding, match_count, filter, query_tokens, spaces,
+    -- A hosted rerank's scores, given by the caller (SQL never calls out): the
+    -- pool is then the one the rerank scored (sift.candidates with match_count
+    -- => the number of ids), ranked on them as sift.finalize ranks a search's.
+    if explain.rerank_ids is not null or explain.rerank_scores is not null then
+        if explain.rerank_ids is null or explain.rerank_scores is null then
+            raise exception 'rerank_ids and rerank_scores go together (the pool the reranker scored and its scores)'
+                using errcode = 'SF003';
+        end if;
+        if explain.query_tokens is not null then
+            raise exception 'query_tokens rerank the pool by MaxSim in SQL; rerank_ids cannot be given with them'
+                using errcode = 'SF003';
+        end if;
+        if cardinality(explain.rerank_ids) > 1000 then
+            raise exception 'rerank_ids has % ids; a reranked pool is at most 1,000', cardinality(explain.rerank_ids)
+                using errcode = 'SF003';
+        end if;
+        select i.ids, i.base into given_ids, given_base
+        from sift._finalize_input(ks, explain.rerank_ids, explain.rerank_scores, explain.match_count,
+                                  explain.scored_by) i;
+    elsif explain.scored_by is not null then
+        raise exception 'scored_by names the reranker of rerank_scores; give them too' using errcode = 'SF003';
+    end if;
+    late := sift._late_pool(cols, ks, query_text, query_embedding,
+                            greatest(match_count, coalesce(cardinality(given_ids), 0)), filter, query_tokens, spaces,
                             space_embeddings, space_weights);
     pool := late.pool;
+    if given_ids is not null and exists (select 1 from unnest(given_ids) as g(id)
+                                         where g.id not in (select c.chunk_id from unnest(pool) c)) then
+        raise exception 'rerank_ids must be chunks of the pool the reranker scored (sift.candidates with the '
+                        'same arguments and match_count => %)', cardinality(given_ids)
+            using errcode = 'SF003',
+                  hint = 'the Python client''s explain reranks and passes them itself';
+    end if;
+    status := case
+        when given_ids is not null then
+            pg_catalog.format('reranked: the top %s of the fused pool ranked on the rerank scores given%s',
+                              cardinality(given_ids),
+                              case when explain.scored_by is not null
+                                   then pg_catalog.format(' (scored by "%s")', explain.scored_by) end)
+        when choice.refused is not null then 'refused: ' || choice.refused
+        when choice.alias is not null then
+            pg_catalog.format('not reranked: this is the fused ranking; a search reranks its top %s with "%s", '
+                              'which SQL never calls (the Python client''s explain and pgsift explain show the '
+                              'reranked view, or pass rerank_ids and rerank_scores)',
+                              greatest(choice.rerank_top_n, match_count), choice.alias) end;
     return query
     with p as (
         select * from unnest(pool)
     ), f as materialized (
         select *
         from sift._finalize(cols, ks,
-                            coalesce(late.ids, array(select p.chunk_id from p order by p.fused_rank)),
-                            coalesce(late.scores, array(select p.score from p order by p.fused_rank)),
-                            match_count, late.scored_by, true) x
+                            coalesce(given_ids, late.ids, array(select p.chunk_id from p order by p.fused_rank)),
+                            coalesce(given_base, late.scores, array(select p.score from p order by p.fused_rank)),
+                            match_count, coalesce(explain.scored_by, late.scored_by), true) x
+    ), g as (
+        select u.id, u.s, row_number() over (order by u.s desc, u.id)::integer as r
+        from unnest(given_ids, given_base) as u(id, s)
     ), summary as (
         select bool_or(f.threshold_applied) as threshold_applied, max(f.below_threshold) as below_threshold,
                max(f.threshold_skipped) as threshold_skipped
         from f
     ), rows as (
+        -- Reranked, the candidates past the pool the reranker scored are cut
+        -- before finalize (a search never sees them).
         select p.fused_rank, p.chunk_id, p.document_id, p.collection_name, p.found_by, p.dense_rank,
-               p.dense_distance, p.lexical_rank, p.lexical_score, f.base_score, f.score, f.kept,
-               f.cut_by, f.reason, p.legs, p.lexical_query, p.lexical_configs, f.recency_date,
+               p.dense_distance, p.lexical_rank, p.lexical_score, f.base_score, f.score, coalesce(f.kept, false) as kept,
+               case when f.chunk_id is null then 'rerank_pool' else f.cut_by end as cut_by,
+               case when f.chunk_id is null
+                    then pg_catalog.format('not reranked: outside the top %s of the fused pool the reranker '
+                                           'scored', cardinality(given_ids))
+                    else f.reason end as reason,
+               p.legs, p.lexical_query, p.lexical_configs, f.recency_date,
                f.recency_factor, f.boost,
                f.cap_status, f.mmr_similarity, f.mmr_penalty, f.final_rank, f.position,
-               f.threshold_applied, f.below_threshold, f.threshold_skipped, f.merged,
+               coalesce(f.threshold_applied, summary.threshold_applied, false) as threshold_applied,
+               coalesce(f.below_threshold, summary.below_threshold, 0) as below_threshold,
+               coalesce(f.threshold_skipped, summary.threshold_skipped) as threshold_skipped, f.merged,
                f.matched_chunk_ids, f.merged_into, f.language, f.language_factor, p.lexical_exact,
-               p.late_interaction_score, p.leg_details
+               p.late_interaction_score, p.leg_details, g.s as rerank_score, g.r as rerank_rank
         from p
-        join f on f.chunk_id = p.chunk_id
+        cross join summary
+        left join f on f.chunk_id = p.chunk_id
+        left join g on g.id = p.chunk_id
         union all
         -- Chunks the caller asked about that no leg retrieved: say why.
         select null::integer, c.chunk_id, c.document_id, (cols[i]).name::text, null::text, null::integer,
@@ -246,7 +309,7 @@ begin
                case when 'lexical' = any (plan.legs)
                     then coalesce((select pg_catalog.bool_and(q.lexical_exact) from p q
                                    where q.collection_name = (cols[i]).name::text), true) end,
-               null::double precision, null::jsonb
+               null::double precision, null::jsonb, null::double precision, null::integer
         from generate_subscripts(cols, 1) as i
         cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
         cross join summary
@@ -267,7 +330,8 @@ begin
            r.recency_factor, r.boost, r.cap_status, r.mmr_similarity, r.mmr_penalty, r.final_rank,
            r.position, r.threshold_applied, r.below_threshold, r.threshold_skipped,
            k.section_id, r.merged, r.matched_chunk_ids, r.merged_into, r.language, r.language_factor,
-           r.lexical_configs, r.lexical_exact, r.late_interaction_score, r.leg_details
+           r.lexical_configs, r.lexical_exact, r.late_interaction_score, r.leg_details, choice.alias,
+           r.rerank_score, r.rerank_rank, status
     from rows r
     cross join lateral (select k.ordinal, k.section_id from sift.chunks k where k.chunk_id = r.chunk_id) k
     cross join lateral (select d.source_uri, d.title from sift.documents d
@@ -276,7 +340,8 @@ begin
 end;
 $$;
 comment on function sift.explain(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[], bigint[],
-    @extschema:vector@.vector[], text[], @extschema:vector@.vector[], double precision[]) is
+    @extschema:vector@.vector[], text[], @extschema:vector@.vector[], double precision[], bigint[],
+    double precision[], text) is
     'The candidate view: the whole fused pool behind sift.search with the same arguments, each '
     'chunk''s rank and raw score in every leg, fused score (base_score) and rank, and what each '
     'ranking knob did to it: recency_date and recency_factor, boost, score (after both), '
@@ -288,4 +353,10 @@ comment on function sift.explain(text, text, @extschema:vector@.vector, integer,
     'retrieved and why (distance, filter, lexical match; cut_by = not_retrieved): "never '
     'retrieved" versus "ranked too low". With query_tokens, the pool sift.search reranks by '
     'MaxSim, each row''s late_interaction_score, base_score the score it ranked with. With '
-    'spaces, every leg''s rank, raw score, weight and contribution in leg_details. Read-only.';
+    'spaces, every leg''s rank, raw score, weight and contribution in leg_details. A collection '
+    'that reranks: SQL never calls the reranker, so the view is the fused ranking and '
+    'rerank_status says so; pass rerank_ids (the pool the reranker scored, sift.candidates with '
+    'match_count => its size, in fused order) with rerank_scores (on finalize''s scale) and '
+    'scored_by (the reranker, when it scored them all) to see the search''s ranking: each row''s '
+    'rerank_score and rerank_rank, candidates past that pool cut_by rerank_pool (the Python '
+    'client''s explain does this for you). Read-only.';

@@ -20,7 +20,8 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from .errors import InvalidArgument
-from .models import Candidate, Collection, Document, Hit, RerankerConfig, Section, embedding_text
+from .models import Candidate, Collection, Document, Explanation, Hit, Reranked, RerankerConfig, Section, embedding_text
+from .rerankers.outcome import log_fault
 from .vectors import Vec, vec
 
 MAX_POOL = 1000   # sift.search's match_count bound
@@ -289,6 +290,22 @@ def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, 
             lexical_score=c.lexical_score, legs=c.legs, lexical_query=c.lexical_query,
             lexical_configs=c.lexical_configs, lexical_exact=c.lexical_exact, leg_details=c.leg_details))
     return out
+
+
+def explained(rows: list[Explanation], reranked: Reranked | None) -> list[Explanation]:
+    """explain's rows after the client reranked their pool: each candidate's rerank_score is the
+    provider's (as on a hit; None for one it did not score), and a rerank that fell back says
+    so in rerank_status (the rows are then the fused view, as the search's answer is)."""
+    if reranked is None:
+        return rows
+    outcome = reranked.outcome
+    raw = outcome.rerank_scores([c.chunk_id for c in reranked.pool])
+    if outcome.finalize_scores() is not None:
+        return [dataclasses.replace(r, rerank_score=raw.get(r.chunk_id)) for r in rows]
+    log_fault(outcome)
+    why = f"{outcome.fault}: {outcome.reason}" if outcome.fault else f"{outcome.skip}: {outcome.reason}"
+    status = f'not reranked: the rerank by "{outcome.alias}" fell back to the fused ranking ({why}), as search does'
+    return [dataclasses.replace(r, rerank_status=status) for r in rows]
 
 
 # -- writing documents ----------------------------------------------------------------

@@ -738,8 +738,9 @@ class AsyncClient:
         return await self._rerank(params, query, top_k, context, reranker)
 
     async def _rerank(self, params: dict[str, Any], query: str, top_k: int, context: Any,
-                      reranker: str | None, size: int | None = None) -> Reranked:
-        config = await self._reranker_for(params, reranker)
+                      reranker: str | None, size: int | None = None,
+                      config: RerankerConfig | None = None) -> Reranked:
+        config = config or await self._reranker_for(params, reranker)
         size = size or calls.pool_size(top_k, config)
         async with self.transaction() as conn:
             cur = conn.cursor(row_factory=dataclass_row(Candidate))
@@ -799,14 +800,31 @@ class AsyncClient:
                       top_k: int = 10, filter: dict[str, Any] | None = None,
                       chunk_ids: Sequence[int] | None = None, query_tokens: Any = None,
                       space_embeddings: Mapping[str, Any] | None = None,
-                      space_weights: Mapping[str, float] | None = None, **knobs: Any) -> list[Explanation]:
+                      space_weights: Mapping[str, float] | None = None, context: Any = None,
+                      rerank: bool = True, **knobs: Any) -> list[Explanation]:
         """The whole candidate pool behind `search` with the same arguments: each leg's rank and
         score, what every ranking knob did, whether it made the cut and why not; `chunk_ids`
-        adds chunks no leg found; `query_tokens` as in `search` (each row's MaxSim)."""
+        adds chunks no leg found; `query_tokens` as in `search` (each row's MaxSim).
+
+        When the collections rerank, the pool is reranked as `search` reranks it (one metered
+        call) and the view is the search's: each row's fused_rank, rerank_score and
+        rerank_rank, and its final place. `rerank=False` (or a reranker fault, which search
+        falls back from too) gives the fused view; `rerank_status` says which one it is."""
         params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs, space_embeddings,
                                                 space_weights), query_tokens)
         params["chunk_ids"] = [int(i) for i in chunk_ids] if chunk_ids else None
-        return await self._rows([(q.EXPLAIN, params)], Explanation)
+        given: dict[str, Any] = {"rerank_ids": None, "rerank_scores": None, "scored_by": None}
+        reranked = None
+        if rerank and query_tokens is None and query.strip() and top_k > 0:
+            config = await self._reranker_for(params, None)
+            if config is not None and config.usable:
+                reranked = await self._rerank(params, query, top_k, context, None, config=config)
+                scores = reranked.outcome.finalize_scores()
+                if scores is not None:
+                    given = {"rerank_ids": [c.chunk_id for c in reranked.pool], "rerank_scores": scores,
+                             "scored_by": reranked.outcome.alias if reranked.outcome.complete else None}
+        rows: list[Explanation] = await self._rows([(q.EXPLAIN, {**params, **given})], Explanation)
+        return calls.explained(rows, reranked)
 
     async def finalize(self, collection: str | Sequence[str], chunk_ids: Sequence[int],
                        scores: Sequence[float] | None = None, *, top_k: int = 10, scored_by: str | None = None,

@@ -307,6 +307,13 @@ class Explanation:
     late_interaction_score: float | None = None
     # What each leg gave the chunk: {leg: {"rank", "raw", "weight", "contribution"}}.
     leg_details: dict[str, Any] | None = None
+    # The reranker a search over the pool uses (None: off); the score it gave the candidate
+    # (the provider's, as Hit.rerank_score) and its place in the reranked pool; and whether
+    # this view includes the rerank ("reranked: ...", "not reranked: ...", "refused: ...").
+    reranker: str | None = None
+    rerank_score: float | None = None
+    rerank_rank: int | None = None
+    rerank_status: str | None = None
 
 
 @dataclass(frozen=True)

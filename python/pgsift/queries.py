@@ -337,7 +337,9 @@ CANDIDATES = sql.SQL("{} order by fused_rank, chunk_id").format(
     _select(models.Candidate, "sift.candidates", _SEARCH_ARGS))
 
 EXPLAIN = _select(models.Explanation, "sift.explain",
-                  _SEARCH_ARGS + ", chunk_ids => %(chunk_ids)s::bigint[], query_tokens => %(query_tokens)s")
+                  _SEARCH_ARGS + ", chunk_ids => %(chunk_ids)s::bigint[], query_tokens => %(query_tokens)s"
+                  ", rerank_ids => %(rerank_ids)s::bigint[], rerank_scores => %(rerank_scores)s::float8[]"
+                  ", scored_by => %(scored_by)s::text")
 
 RESOLVE_SECTIONS = _select(models.ResolvedSection, "sift.resolve_sections",
                            "chunk_ids => %(chunk_ids)s::bigint[], skip_missing => %(skip_missing)s::boolean")
