@@ -73,17 +73,86 @@ def test_a_cli_search_imports_no_torch(dsn, kb):
     assert json.loads(run.stdout)[0]["source_uri"] == "refunds.md"
 
 
-def test_embedding_reports_progress(tmp_path, embedder, monkeypatch):
-    """ingest shows a bar while embedding: documents_from_path calls progress(done, total) per step."""
+class CountingEmbedder:
+    """The Embedder protocol without a model (no torch): a vector per text from its words, and
+    a record of every call (the texts it was given, and what `seen` said then)."""
+
+    dims = 384
+
+    def __init__(self, seen=None):
+        self.calls: list[list[str]] = []
+        self.seen = seen or (lambda: None)
+        self.states: list[object] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        self.states.append(self.seen())
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, sum(map(ord, word)) % self.dims] += 1
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def test_embedding_reports_progress_from_the_first_batch(tmp_path, monkeypatch):
+    """documents_from_path calls progress(0, total) before the first batch, then after each batch
+    (EMBED_STEP texts a call), and each chunk gets its own text's vector whatever the batches."""
     from pgsift import ingest
 
     monkeypatch.setattr(ingest, "EMBED_STEP", 2)
     for name in "abcde":
-        (tmp_path / f"{name}.txt").write_text(f"Document {name} says something about {name}.\n")
+        (tmp_path / f"{name}.txt").write_text(f"Document {name} says {'something ' * (ord(name) - 96)}about {name}.\n")
     seen: list[tuple[int, int]] = []
-    docs = ingest.documents_from_path(tmp_path, embedder, progress=lambda done, total: seen.append((done, total)))
-    assert seen == [(2, 5), (4, 5), (5, 5)]
-    assert all(len(c.embedding) == 384 for d in docs for c in d.chunks)
+    fake = CountingEmbedder(seen=lambda: list(seen))
+    docs = ingest.documents_from_path(tmp_path, fake, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 5), (2, 5), (4, 5), (5, 5)]
+    assert [len(c) for c in fake.calls] == [2, 2, 1]
+    assert fake.states[0] == [(0, 5)]                         # the bar was at 0 before the first call
+    for d in docs:
+        for c in d.chunks:
+            assert np.allclose(c.embedding, fake.embed([f"{c.context}\n\n{c.content}"])[0])
+
+
+class RecordingBar:
+    def __init__(self, total, desc, unit="q"):
+        self.total, self.desc, self.n, self.history = total, desc, 0, [0]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, k=1):
+        self.n += k
+        self.history.append(self.n)
+
+    def set_postfix(self, *args, **kwargs):
+        pass
+
+
+def test_the_ingest_bar_shows_before_the_first_batch_and_moves_per_batch(dsn, tmp_path, monkeypatch, capsys):
+    """`pgsift ingest`: the embedding bar is up (at 0, with the chunk total) when the first batch is
+    sent to the embedder, and moves after every batch (no torch: a stand-in embedder)."""
+    from pgsift import ingest
+
+    bars: list[RecordingBar] = []
+
+    def bar(total, desc, unit="q"):
+        bars.append(RecordingBar(total, desc, unit))
+        return bars[-1]
+
+    fake = CountingEmbedder(seen=lambda: [(b.desc, b.total, b.n) for b in bars])
+    monkeypatch.setattr(ingest, "EMBED_STEP", 2)
+    monkeypatch.setattr("pgsift.cli.common.progress_bar", bar)
+    monkeypatch.setattr("pgsift.cli.common.load_embedder", lambda required=False, for_queries=False: fake)
+    for name in "abcde":
+        (tmp_path / f"{name}.txt").write_text(f"Document {name} is about {name}.\n")
+    assert main(["--dsn", dsn, "ingest", "kb", str(tmp_path), "--create"]) == 0
+    assert "ingested 5 chunks into kb" in capsys.readouterr().out
+    assert fake.states[0] == [("embed kb", 5, 0)]
+    assert bars[0].desc == "embed kb" and bars[0].history == [0, 0, 2, 4, 5]
+    assert bars[1].desc == "ingest kb" and bars[1].n == 5
 
 
 def test_markdown_is_cut_at_headings_with_a_context_header():
@@ -304,7 +373,8 @@ def test_every_option_has_help_and_takes_the_connection_options():
         options = {o for a in parser._actions for o in a.option_strings}
         assert {"--dsn", "--tenant"} <= options, path
     assert {"pgsift search", "pgsift explain", "pgsift knobs", "pgsift bench quality", "pgsift golden import",
-            "pgsift eval", "pgsift calibrate", "pgsift collection"} <= seen
+            "pgsift eval", "pgsift calibrate", "pgsift collection", "pgsift reranker add", "pgsift reranker list",
+            "pgsift reranker test", "pgsift reranker drop"} <= seen
 
 
 def test_cli_modules_import_no_sibling_but_common():
@@ -316,7 +386,7 @@ def test_cli_modules_import_no_sibling_but_common():
             if isinstance(node, ast.ImportFrom) and node.level == 1:
                 siblings |= {node.module} if node.module else {a.name for a in node.names}
         if path.name == "__init__.py":
-            assert siblings <= {"bench", "commands", "common", "evaluation"}
+            assert siblings <= {"bench", "commands", "common", "evaluation", "rerankers"}
         elif path.name == "__main__.py":
             assert siblings == {"main"}                     # the package's own main()
         elif path.name == "common.py":

@@ -128,32 +128,37 @@ def _title_of(text: str, path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ")
 
 
-EMBED_STEP = 256   # texts per embedder call: the progress callback's grain
+EMBED_STEP = 32   # texts per embedder call (the local embedder's batch): the progress callback's grain
 
 
 def _embed_texts(embedder: Embedder, texts: list[str], progress: Progress | None) -> list[Any]:
-    """Vectors for texts, a step at a time so a caller can show progress (embedding is most
-    of an ingest's time on the CPU)."""
-    vectors: list[Any] = []
-    for start in range(0, len(texts), EMBED_STEP):
-        vectors.extend(embedder.embed(texts[start:start + EMBED_STEP]))
+    """Vectors for texts, EMBED_STEP at a time so a caller can show progress (embedding is
+    most of an ingest's time on the CPU): progress(0, total) before the first call, then
+    after each. Texts go longest first, so each call pads its batch little (the order the
+    vectors come back in is the texts')."""
+    if progress is not None:
+        progress(0, len(texts))
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    vectors: list[Any] = [None] * len(texts)
+    for start in range(0, len(order), EMBED_STEP):
+        step = order[start:start + EMBED_STEP]
+        for i, vector in zip(step, embedder.embed([texts[i] for i in step]), strict=True):
+            vectors[i] = vector
         if progress is not None:
-            progress(len(vectors), len(texts))
+            progress(min(start + EMBED_STEP, len(texts)), len(texts))
     return vectors
 
 
 def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedder | None,
-               progress: Progress | None = None) -> list[Document]:
+               progress: Progress | None = None, embed: bool = True) -> list[Document]:
     texts = [embedding_text(c.context, c.content)
-             for _, chunks in pending for c in chunks]
-    if not texts:
-        return [doc for doc, _ in pending]
-    if embedder is None:
+             for _, chunks in pending for c in chunks] if embed else []
+    if texts and embedder is None:
         raise InvalidArgument("these chunks have no embeddings and no embedder was given "
                               "(pip install 'pgsift[embed]' for the local one)")
-    vectors = iter(_embed_texts(embedder, texts, progress))
+    vectors = iter(_embed_texts(embedder, texts, progress) if texts and embedder is not None else [])
     for doc, chunks in pending:
-        doc.chunks = [Chunk(content=c.content, context=c.context, embedding=next(vectors),
+        doc.chunks = [Chunk(content=c.content, context=c.context, embedding=next(vectors) if embed else None,
                             token_count=c.token_count, section=c.section) for c in chunks]
     return [doc for doc, _ in pending]
 
@@ -161,11 +166,12 @@ def _embed_all(pending: list[tuple[Document, list[TextChunk]]], embedder: Embedd
 def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: int = 180,
                           root: Path | None = None, *, strategy: str = "flat", target_tokens: int = 128,
                           counter: TokenCounter | None = None, detect_language: bool = False,
-                          progress: Progress | None = None) -> list[Document]:
+                          progress: Progress | None = None, embed: bool = True) -> list[Document]:
     """Every .md/.txt file under `folder` (or the file itself), chunked and embedded. With the
     hierarchical strategy sizes are counted by `counter` (default: the local embedder's tokenizer);
     `detect_language` sets each document's language (pgsift.languages, offline); `progress(done,
-    total)` is called as chunks are embedded."""
+    total)` is called as chunks are embedded (first with done 0); `embed=False` leaves the chunks
+    without vectors (for a dry run, or enrichment, which embeds them itself)."""
     if strategy not in STRATEGIES:
         raise InvalidArgument(f"chunking strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if counter is None:
@@ -192,13 +198,14 @@ def documents_from_folder(folder: Path, embedder: Embedder | None, max_words: in
             pending.append((Document(source_uri=uri, title=title, chunks=[], sections=sections,
                                      language=detect(text) if detect_language else None,
                                      metadata={"path": uri, "suffix": path.suffix.lower()}), chunks))
-    return _embed_all(pending, embedder, progress)
+    return _embed_all(pending, embedder, progress, embed)
 
 
-def documents_from_jsonl(path: Path, embedder: Embedder | None, progress: Progress | None = None) -> list[Document]:
+def documents_from_jsonl(path: Path, embedder: Embedder | None, progress: Progress | None = None,
+                         embed: bool = True) -> list[Document]:
     """One chunk per line: {"source_uri", "content", optional "title", "language", "context",
     "embedding", "metadata", "token_count"}; lines of one source_uri form a document,
-    in file order."""
+    in file order. Chunks without an embedding are embedded (not with `embed=False`)."""
     docs: dict[str, Document] = {}
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -215,7 +222,7 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None, progress: Progre
         doc.chunks.append(Chunk(content=content, context=row.get("context"),
                                 embedding=row.get("embedding"), token_count=row.get("token_count")))
     missing = [(d, c) for d in docs.values() for c in d.chunks if c.embedding is None]
-    if missing:
+    if missing and embed:
         if embedder is None:
             raise InvalidArgument(f"{path}: chunks without 'embedding' need an embedder")
         vectors = _embed_texts(embedder, [embedding_text(c.context, c.content)
@@ -227,15 +234,18 @@ def documents_from_jsonl(path: Path, embedder: Embedder | None, progress: Progre
 
 def documents_from_path(path: Path, embedder: Embedder | None, max_words: int = 180, *,
                         strategy: str = "flat", target_tokens: int = 128,
-                        detect_language: bool = False, progress: Progress | None = None) -> list[Document]:
+                        detect_language: bool = False, progress: Progress | None = None,
+                        embed: bool = True) -> list[Document]:
+    """A .jsonl of chunks (documents_from_jsonl), else a folder or file of .md/.txt
+    (documents_from_folder)."""
     path = Path(path)
     if not path.exists():
         raise InvalidArgument(f"{path} does not exist")
     if path.is_file() and path.suffix.lower() == ".jsonl":
         if strategy != "flat":
             raise InvalidArgument(f"{path}: a JSONL carries its own chunks; --chunking applies to .md/.txt files")
-        return documents_from_jsonl(path, embedder, progress)
+        return documents_from_jsonl(path, embedder, progress, embed=embed)
     return documents_from_folder(path, embedder, max_words=max_words, strategy=strategy,
                                  target_tokens=target_tokens, detect_language=detect_language,
-                                 progress=progress)
+                                 progress=progress, embed=embed)
 

@@ -1,5 +1,6 @@
-"""The `pgsift` command: embedded server, install, collections, knobs, ingest, search,
-explain, demo, benchmarks, golden sets, evaluation and calibration.
+"""The `pgsift` command: embedded server, install, collections, knobs, ingest (with
+enrichment), search, explain, rerankers, demo, benchmarks, golden sets, evaluation and
+calibration.
 
 Where the database is: --dsn, else DATABASE_URL, else the embedded server
 (started on demand and left running; `pgsift db stop` stops it). --dsn and
@@ -15,7 +16,7 @@ import sys
 import psycopg
 
 from ..errors import PgsiftError
-from . import bench, commands, common, evaluation
+from . import bench, commands, common, evaluation, rerankers
 
 __all__ = ["build_parser", "main"]
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      parents=[common.connection_options(None)])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
+    rerankers.register(sub)
     bench.register(sub)
     evaluation.register(sub)
     return parser
