@@ -216,6 +216,8 @@ begin
         select i.ids, i.base into given_ids, given_base
         from sift._finalize_input(ks, explain.rerank_ids, explain.rerank_scores, explain.match_count,
                                   explain.scored_by) i;
+        -- The pool is widened to it, as the search's rerank pool is: the same ceiling.
+        perform sift._within_ceilings(cols, cardinality(given_ids));
     elsif explain.scored_by is not null then
         raise exception 'scored_by names the reranker of rerank_scores; give them too' using errcode = 'SF003';
     end if;

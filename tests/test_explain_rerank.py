@@ -181,3 +181,19 @@ async def test_async_explain_reranks_too(kb, db, dsn):
             rows = await client.explain("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
     assert result.reranked and kept(rows) == [h.chunk_id for h in result]
     assert all(r.rerank_status.startswith("reranked") for r in rows)
+
+
+def test_the_cli_explains_the_reranked_view(kb, db, dsn, capsys):
+    from pgsift.cli import main
+
+    with RerankServer(scorer=keyword_scorer({"golden": 0.99})) as server:
+        reranked_by(kb, server)
+        assert main(["--dsn", dsn, "--tenant", "acme", "explain", "kb", QUERY, "--top-k", "3", "--no-embed"]) == 0
+        out = capsys.readouterr().out
+        assert main(["--dsn", dsn, "--tenant", "acme", "explain", "kb", QUERY, "--top-k", "3", "--no-embed",
+                     "--no-rerank"]) == 0
+        fused = capsys.readouterr().out
+    assert len(server.requests) == 1                                 # --no-rerank makes no call
+    assert out.splitlines()[0].split()[8:11] == ["rerank", "rerank", "score"]
+    assert "reranked: the top 40 of the fused pool" in out
+    assert "rerank" not in fused.splitlines()[0] and "not reranked: this is the fused ranking" in fused

@@ -652,19 +652,26 @@ def cmd_explain(args: argparse.Namespace) -> int:
         client = common.client_for(conn, args)
         embedder = None if args.no_embed else common.embedder_for(client, args.collection, for_queries=True)
         pool = common.client_for(conn, args, embedder).explain(args.collection, args.query,
-                                                               chunk_ids=args.chunk_id, **query)
+                                                               chunk_ids=args.chunk_id,
+                                                               rerank=not args.no_rerank, **query)
     if args.json:
         dump(common.rows_json(pool))
         return 0
+    # The rerank's columns only when this view is reranked: each row's place and score there.
+    reranked = any(c.rerank_rank is not None for c in pool)
     rows = [[c.fused_rank, c.chunk_id, c.found_by, c.dense_rank,
              None if c.dense_distance is None else round(c.dense_distance, 4), c.lexical_rank,
              None if c.lexical_score is None else round(c.lexical_score, 4),
+             *([c.rerank_rank, None if c.rerank_score is None else round(c.rerank_score, 4)] if reranked else []),
              None if c.score is None else round(c.score, 5), c.final_rank, "yes" if c.kept else "no",
              snippet(c.title or c.source_uri, 28), c.reason] for c in pool]
-    print(table(rows, ["fused", "chunk", "leg", "dense", "distance", "lexical", "lex score", "score",
-                       "final", "kept", "title", "reason"]))
+    print(table(rows, ["fused", "chunk", "leg", "dense", "distance", "lexical", "lex score",
+                       *(["rerank", "rerank score"] if reranked else []), "score", "final", "kept", "title",
+                       "reason"]))
     if pool:
         print(f"legs run: {', '.join(pool[0].legs) or '-'}; lexical query: {pool[0].lexical_query or '(none)'}")
+        if pool[0].rerank_status:
+            print(pool[0].rerank_status)
         if pool[0].threshold_skipped:
             print(f"score threshold not applied: {pool[0].threshold_skipped}")
         if any(c.lexical_exact is False for c in pool):
@@ -845,6 +852,8 @@ def register(sub: Any) -> None:
     p = add_command(sub, "explain", "the whole candidate pool and why each made the cut")
     _add_query(p)
     p.add_argument("--chunk-id", type=int, action="append", help="also explain this chunk (repeatable)")
+    p.add_argument("--no-rerank", action="store_true",
+                   help="the fused view: do not rerank the pool even when the collection reranks (no call)")
     p.set_defaults(func=cmd_explain)
 
     p = add_command(sub, "demo", "ingest pgsift's own docs and answer two questions")
