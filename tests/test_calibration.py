@@ -4,6 +4,7 @@ scores from another reranker (or to fused scores after a fallback)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -13,7 +14,16 @@ import psycopg
 import pytest
 from conftest import unit
 from pgsift import AsyncClient, Chunk, Client, Document, InvalidArgument, RerankerNotAllowed
-from pgsift.calibration import calibrate, candidate_thresholds, choose_threshold, objective, store_threshold
+from pgsift.calibration import (
+    QuestionScore,
+    calibrate,
+    candidate_thresholds,
+    choose_threshold,
+    objective,
+    store_calibration,
+    store_threshold,
+    summarize,
+)
 from pgsift.cli import main
 from pgsift.golden import Positive, Question, import_golden_set
 from pgsift.rerankers import clear_reranker_cache
@@ -271,3 +281,88 @@ def test_another_tenants_reranker_is_refused(kb, db, dsn, capsys):
     assert server.requests == [] and stored(db) == (None, None)
     assert err.startswith('error: no reranker "theirs"') and len(err.splitlines()) == 1
     assert db.execute("select count(*) from sift.rerank_usage").fetchone()[0] == 0
+
+
+# -- when no threshold helps (issue 36, item 3) ------------------------------------------------
+
+def scored(key: str, answerable: bool, score: float) -> QuestionScore:
+    """A question as calibrate records it: an unanswerable one's top score, or a working
+    answerable one's best relevant score."""
+    if answerable:
+        return QuestionScore(key, True, score, True, score)
+    return QuestionScore(key, False, score, None, None)
+
+
+def summary(results: list[QuestionScore]):
+    return summarize(results, collection="kb", golden_set="gold", reranker="voy", k=5)
+
+
+@pytest.mark.parametrize(("u", "a", "why"), [
+    ([], [0.4, 0.7, 0.9], "no unanswerable question"),            # nothing to decline
+    ([0.9, 0.95], [], "no working answerable question"),          # nothing says what it costs
+    ([0.2, 0.6], [0.1, 0.5], "no threshold declines more"),       # interleaved: best objective 0
+    ([0.8, 0.9], [0.1, 0.2], "no threshold declines more"),       # reversed: every cut costs more
+])
+def test_no_threshold_helps_proposes_none(u, a, why):
+    _band, value, best = choose_threshold(u, a)
+    assert best <= 0 or not u or not a
+    if best <= 0:
+        assert value < min([*u, *a])                              # the lowest run: admits everything
+    result = summary([scored(f"u{i}", False, s) for i, s in enumerate(u)]
+                     + [scored(f"a{i}", True, s) for i, s in enumerate(a)])
+    assert not result.helps and result.value is None and why in result.why
+    assert result.band is not None and result.objective == pytest.approx(best)   # kept, for information
+    assert result.declined_share is None and result.pushed_below_share is None
+    out = result.to_json()
+    assert out["helps"] is False and out["value"] is None and why in out["why"] and out["stored"] is False
+    with pytest.raises(InvalidArgument, match="no threshold helps"):
+        store_calibration(None, result)        # refused before the database is touched
+
+
+def test_a_threshold_that_separates_helps():
+    result = summary([scored("u0", False, 0.1), scored("u1", False, 0.2), scored("a0", True, 0.8)])
+    assert result.helps and result.why is None and result.value == pytest.approx(0.5)
+    assert result.objective == 1.0 and result.to_json()["helps"] is True
+    # a value below every scored question admits everything: never stored from a result
+    below = dataclasses.replace(result, value=0.05)
+    with pytest.raises(InvalidArgument, match="below every scored question"):
+        store_calibration(None, below)
+    assert summary([]).helps is False and "no question was scored" in summary([]).why
+
+
+def separating_nothing(query: str, documents: list[str]) -> list[float]:
+    """The unanswerable questions' pools score above every answer: any threshold that declines
+    one of them pushes every working answerable question below the line."""
+    if re.search(r"topic9\d", query):
+        return [0.95 - 0.001 * i for i in range(len(documents))]
+    return topic_scorer(query, documents)
+
+
+@pytest.mark.parametrize(("scorer", "golden", "why"), [
+    (separating_nothing, "gold", "no threshold declines more"),
+    (topic_scorer, "answers", "no unanswerable question"),
+])
+def test_calibrate_stores_nothing_when_no_threshold_helps(kb, db, dsn, capsys, scorer, golden, why):
+    rng = np.random.default_rng(11)
+    import_golden_set(kb, "kb", "answers", [Question(f"a{i}", f"item topic{i}",
+                                                     positives=[Positive(text=f"item topic{i} answer")],
+                                                     embedding=unit(rng.normal(size=DIMS)))
+                                            for i in range(5)])
+    with RerankServer(scorer=scorer) as server:
+        register(kb, server, "voy")
+        rc = main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy", "--top-k", "5",
+                   "--golden", golden, "--store"])
+        text = capsys.readouterr().out
+        assert stored(db) == (None, None)                      # nothing stored, even with --store
+        assert rc == 1 and "no threshold helps" in text and why in text
+        assert "nothing stored" in text and "no score_threshold is set" in text
+
+        # a threshold stored before is left as it was, and the output says so
+        store_threshold(kb, "kb", "voy", 0.4)
+        rc = main(["--dsn", dsn, "--tenant", TENANT, "calibrate", "kb", "--reranker", "voy", "--top-k", "5",
+                   "--golden", golden, "--store", "--json"])
+        out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["helps"] is False and out["value"] is None and not out["stored"]
+    assert why in out["why"] and out["objective"] is not None and out["band"] is not None
+    assert out["threshold_in_force"] == {"score_threshold": 0.4, "threshold_reranker": "voy"}
+    assert stored(db) == (0.4, "voy")

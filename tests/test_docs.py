@@ -9,7 +9,8 @@ language and run, so an example can never drift from the code:
   test database), `standby_url` (the same database with every transaction read-only,
   a hot standby's stand-in) and `embed(text)` (the stand-in for an embedding model).
 * ```sh: each `pgsift ...` line (also `.venv/bin/pgsift`) through pgsift.cli.main,
-  with DATABASE_URL pointing at the test database; it must exit 0.
+  with DATABASE_URL pointing at the test database; it must exit 0. An `export NAME=VALUE`
+  line sets that variable for the file's later blocks ($NAME in a line is expanded).
 * ```json: data: it must parse as JSON or JSON Lines.
 * ```text and unlabelled blocks: output or layout, left alone.
 
@@ -79,10 +80,6 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "docs/errors.md": ("default",),
     "docs/scale-out.md": ("default",),
     "docs/operations.md": ("default",),
-}
-# Rerankers a file assumes: (tenant, alias, secret_ref, environment variable of the key).
-RERANKERS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
-    "docs/evaluation.md": (("default", "voyage", "voyage", "PGSIFT_VOYAGE_KEY"),),
 }
 # Roles a file creates: dropped first, so a rerun on the same server starts clean.
 ROLES: dict[str, tuple[str, ...]] = {"docs/trust.md": ("app", "support_acme")}
@@ -258,6 +255,7 @@ class Context:
     workdir: Path
     namespace: dict[str, Any]
     output: io.StringIO
+    setenv: Callable[[str, str], None]   # undone after the file's test
 
 
 def run_sql(block: Block, ctx: Context) -> None:
@@ -312,6 +310,14 @@ def run_sh(block: Block, ctx: Context) -> None:
     for line in sh_lines(block.text):
         argv = shlex.split(os.path.expandvars(line), comments=True)
         if not argv:
+            continue
+        if argv[0] == "export":
+            for assignment in argv[1:]:
+                name, eq, value = assignment.partition("=")
+                if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    raise AssertionError(f"`{line.strip()}`: export NAME=VALUE")
+                ctx.setenv(name, value)
+            ran += 1
             continue
         if argv[0] not in ("pgsift", ".venv/bin/pgsift"):
             raise AssertionError(f"cannot run {argv[0]!r} here: mark the block <!-- not run: <reason> -->")
@@ -390,11 +396,6 @@ def seed(db: psycopg.Connection[Any], doc: str, work: Path) -> None:
         client = Client(db, tenant=tenant)
         client.create_collection("handbook", embedding_dims=DIMS, description="The company handbook")
         client.upsert_documents("handbook", documents)
-    for tenant, alias, ref, variable in RERANKERS.get(doc, ()):
-        db.execute("select sift.map_secret(%s, %s, %s, 'voyage')", [tenant, ref, f"env:{variable}"])
-        with Client(db, tenant=tenant).transaction() as conn:
-            conn.execute("select sift.register_reranker(alias => %s, provider => 'voyage', secret_ref => %s)",
-                         [alias, ref])
 
 
 @pytest.fixture
@@ -447,7 +448,7 @@ def test_every_block_runs(doc: str, db: psycopg.Connection[Any], dsn: str, tmp_p
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setattr("pgsift.cli.common.load_embedder", lambda required=False, for_queries=False: StandInEmbedder())
     namespace: dict[str, Any] = {"__name__": "__docs__", "url": dsn, "standby_url": standby(dsn), "embed": embed}
-    ctx = Context(db=db, workdir=work, namespace=namespace, output=io.StringIO())
+    ctx = Context(db=db, workdir=work, namespace=namespace, output=io.StringIO(), setenv=monkeypatch.setenv)
     try:
         for block in blocks:
             if block.marker and block.marker[0] == "not run":

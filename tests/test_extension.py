@@ -261,6 +261,24 @@ def test_migrate_and_create_extension_refuse_each_others_install(installed, data
             conn.execute("create extension pgsift cascade")
 
 
+def test_migrate_force_on_an_extension_install_says_it_reapplied_nothing(installed, database, capsys):
+    dsn = database()
+    with connect(dsn) as conn:
+        conn.execute("create extension pgsift cascade")
+        before = conn.execute("select sha256, applied_at from sift.schema_functions").fetchall()
+        with pytest.raises(MigrationError, match="installed here as an extension: --force re-applies nothing"):
+            migrate(conn, force=True)
+        assert conn.execute("select sha256, applied_at from sift.schema_functions").fetchall() == before
+    url = psycopg.conninfo.make_conninfo(dsn, options=OPTIONS)
+    assert main(["--dsn", url, "migrate", "--force"]) == 2
+    out, err = capsys.readouterr()
+    assert "re-applied" not in out
+    assert err.startswith("error: pgsift is installed here as an extension: --force re-applies nothing")
+    assert "ALTER EXTENSION pgsift UPDATE" in err and len(err.splitlines()) == 1
+    assert main(["--dsn", url, "migrate"]) == 0                 # without --force: up to date, as before
+    assert capsys.readouterr().out.startswith("up to date: nothing applied")
+
+
 def test_an_extension_install_survives_dump_and_restore(installed, database, tmp_path):
     """The users' rows are marked for pg_dump; the seeded ones come back from the script."""
     source, target = database(), database()

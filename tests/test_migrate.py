@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import subprocess
 import threading
 import time
@@ -21,6 +22,7 @@ from pglast import ast
 from pglast.parser import parse_sql
 from pglast.visitors import Visitor
 from pgsift import Client
+from pgsift.migrate import is_current
 from pgsift.migrate_async import migrate as amigrate
 from pgsift.schema import function_files, functions_sha256, migration_files, with_vector_schema
 
@@ -329,6 +331,38 @@ def test_install_script_then_migrate_applies_nothing(empty_database, tmp_path):
         before = conn.execute("select sha256, applied_at from sift.schema_functions").fetchall()
         assert pgsift.migrate(conn) == []
         assert conn.execute("select sha256, applied_at from sift.schema_functions").fetchall() == before
+
+
+def documented_psql_command() -> list[str]:
+    """docs/install.md's psql command for the install file, as an argv (psql: the test server's)."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    found = re.search(r"`pgsift install-sql > install\.sql`, then `(psql [^`]+)`", text)
+    assert found, "docs/install.md names no psql command for install.sql"
+    argv = shlex.split(found.group(1))
+    return [str(PSQL), *argv[1:]]
+
+
+def test_the_documented_psql_command_installs_without_a_warning(empty_database, tmp_path):
+    """What install.md tells a user to run, as written: no WARNING (the script is one transaction
+    itself: psql -1 around it warns twice), installed, and a rerun is fine."""
+    argv = documented_psql_command()
+    (tmp_path / "install.sql").write_text(pgsift.install_script(), encoding="utf-8")
+    url = empty_database()
+    for _ in range(2):
+        run = subprocess.run([*argv, url], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "WARNING" not in run.stderr, [line for line in run.stderr.splitlines() if "WARNING" in line]
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert is_current(conn)
+
+    # A failing script fails the command and leaves nothing behind (ON_ERROR_STOP: one transaction).
+    broken = pgsift.install_script().replace("\ncommit;", "\nselect 1 / 0;\ncommit;")
+    (tmp_path / "install.sql").write_text(broken, encoding="utf-8")
+    other = empty_database()
+    run = subprocess.run([*argv, other], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "division by zero" in run.stderr
+    with psycopg.connect(other, autocommit=True) as conn:
+        assert conn.execute("select to_regnamespace('sift')").fetchone() == (None,)
 
 
 def test_the_vector_schema_is_written_into_every_file(empty_database):

@@ -16,12 +16,21 @@ golden set, per reranker:
   every distinct cut and proposes the band of thresholds reaching the maximum and
   its midpoint.
 
+A threshold *helps* only when that maximum is above 0 and both groups were scored:
+with no scored unanswerable question there is nothing to decline, with no scored
+working answerable one nothing says what a cut costs, and a best objective of 0
+means every cut pushes at least as many answers below the line as it declines
+questions without one (the best "cut" is then below every score: it admits
+everything). Then the result says so (``helps`` false, ``why``), proposes no
+value and :func:`store_calibration` stores nothing.
+
 Scores are on the scale sift.finalize compares the threshold with
 (``RerankOutcome.finalize_scores``: the provider's, or their sigmoid for logits).
 A question whose rerank call failed (or was not made: fewer than two candidates)
 is left out, never guessed, and counted. ``store_threshold`` stores the value
 against the reranker (sift.store_calibrated_threshold): search applies it only to
-pools that reranker scored, and changing the collection's reranker clears it.
+pools that reranker scored, and changing the collection's reranker clears it;
+``store_calibration`` stores a result's value, and refuses one that does not help.
 """
 
 from __future__ import annotations
@@ -115,23 +124,31 @@ class Calibration:
     golden_set: str
     reranker: str
     k: int
-    band: tuple[float, float] | None
-    value: float | None
+    band: tuple[float, float] | None  # where the objective peaks (kept when no threshold helps)
+    value: float | None               # the proposal; None when no threshold helps
     objective: float | None
     declined_share: float | None      # of the scored unanswerable questions, top score < value
     pushed_below_share: float | None  # of the scored working answerable ones, best relevant < value
     counts: dict[str, int]
     failures: list[tuple[str, str]] = field(default_factory=list)
     questions: list[QuestionScore] = field(default_factory=list, repr=False)
+    helps: bool = False               # a threshold declines more than it costs: value is set
+    why: str | None = None            # when it does not help, why not
     stored: bool = False
+    # what the collection keeps when nothing was stored: (score_threshold, threshold_reranker)
+    threshold_in_force: tuple[float | None, str | None] | None = None
 
     def to_json(self, per_question: bool = False) -> dict[str, Any]:
         out = {"collection": self.collection, "golden_set": self.golden_set, "reranker": self.reranker,
-               "k": self.k, "band": list(self.band) if self.band else None, "value": self.value,
+               "k": self.k, "helps": self.helps, "why": self.why,
+               "band": list(self.band) if self.band else None, "value": self.value,
                "objective": self.objective, "declined_share": self.declined_share,
                "pushed_below_share": self.pushed_below_share, "counts": self.counts,
                "failures": [{"question": q, "reason": r} for q, r in self.failures],
                "stored": self.stored}
+        if self.threshold_in_force is not None:
+            out["threshold_in_force"] = {"score_threshold": self.threshold_in_force[0],
+                                         "threshold_reranker": self.threshold_in_force[1]}
         if per_question:
             out["questions"] = [asdict(q) for q in self.questions]
         return out
@@ -219,15 +236,59 @@ def summarize(results: list[QuestionScore], *, collection: str, golden_set: str,
     }
     band: tuple[float, float] | None = None
     value = best = declined = pushed = None
+    why = _no_help(u_scores, a_scores, None)
     if u_scores or a_scores:
-        band, value, best = choose_threshold(u_scores, a_scores)
-        declined = float(_share(u_scores, value)) if u_scores else None
-        pushed = float(_share(a_scores, value)) if a_scores else None
-        counts["declined"] = sum(1 for s in u_scores if s < value)
-        counts["pushed_below"] = sum(1 for s in a_scores if s < value)
+        band, proposed, best = choose_threshold(u_scores, a_scores)
+        why = _no_help(u_scores, a_scores, best)
+        if why is None:
+            value = proposed
+            declined = float(_share(u_scores, value))
+            pushed = float(_share(a_scores, value))
+            counts["declined"] = sum(1 for s in u_scores if s < value)
+            counts["pushed_below"] = sum(1 for s in a_scores if s < value)
     return Calibration(collection=collection, golden_set=golden_set, reranker=reranker, k=k, band=band,
                        value=value, objective=best, declined_share=declined, pushed_below_share=pushed,
-                       counts=counts, failures=[(r.key, r.failed) for r in failed if r.failed], questions=results)
+                       counts=counts, failures=[(r.key, r.failed) for r in failed if r.failed], questions=results,
+                       helps=why is None, why=why)
+
+
+def _no_help(u_scores: Sequence[float], a_scores: Sequence[float], best: float | None) -> str | None:
+    """Why no threshold helps (None when one does): see the module's docstring."""
+    if not u_scores and not a_scores:
+        return "no question was scored"
+    if not u_scores:
+        return "no unanswerable question was scored: there is nothing for a threshold to decline"
+    if not a_scores:
+        return ("no working answerable question was scored: nothing says what a threshold would push "
+                "below the line")
+    if best is not None and best <= 0:
+        return (f"no threshold declines more of the {len(u_scores)} unanswerable question(s) than it pushes "
+                f"of the {len(a_scores)} working answerable one(s) below the line (their scores overlap)")
+    return None
+
+
+def store_calibration(client: Client, result: Calibration) -> tuple[float, str]:
+    """Store a calibration's value against its reranker (:func:`store_threshold`). InvalidArgument,
+    before the database is touched, when no threshold helps (nothing is stored: a threshold
+    stored before stays as it was) or when the value lies at or below every scored question's
+    score (it would admit everything)."""
+    if not result.helps or result.value is None:
+        raise InvalidArgument(f"no threshold helps ({result.why or 'no value was proposed'}): nothing stored")
+    scores = [s for r in result.questions if not r.failed
+              for s in ((r.relevant_score,) if r.answerable else (r.top_score,)) if s is not None]
+    if scores and result.value <= min(scores):
+        raise InvalidArgument(f"threshold {result.value:g} is below every scored question ({min(scores):g}): "
+                              "it would admit everything, nothing stored")
+    stored = store_threshold(client, result.collection, result.reranker, result.value)
+    result.stored = True
+    return stored
+
+
+def threshold_in_force(client: Client, collection: str) -> tuple[float | None, str | None]:
+    """The collection's (score_threshold, threshold_reranker), each None when unset."""
+    knobs = client.get_collection(collection).knobs
+    value, reranker = knobs.get("score_threshold"), knobs.get("threshold_reranker")
+    return (None if value is None else float(value)), (None if reranker is None else str(reranker))
 
 
 def store_threshold(client: Client, collection: str, reranker_alias: str, value: float) -> tuple[float, str]:
@@ -242,4 +303,5 @@ def store_threshold(client: Client, collection: str, reranker_alias: str, value:
 
 
 __all__ = ["Calibration", "QuestionScore", "calibrate", "candidate_thresholds", "choose_threshold",
-           "objective", "reranker_config", "store_threshold", "summarize"]
+           "objective", "reranker_config", "store_calibration", "store_threshold", "summarize",
+           "threshold_in_force"]

@@ -8,6 +8,9 @@ history, knob sweeps and reranker thresholds.
     pgsift eval history COLLECTION
     pgsift eval sweep COLLECTION --knob dense_weight --values 0,0.1,...,1 [--plot out.png]
     pgsift calibrate COLLECTION --reranker ALIAS [--golden NAME] [--top-k K] [--store] [--json]
+
+`calibrate` exits 1 when it proposes no threshold (no question scored, or none helps);
+--store then stores nothing.
 """
 
 from __future__ import annotations
@@ -335,8 +338,13 @@ def _print_calibration(result: calibration.Calibration) -> None:
     print(f"collection {result.collection}, golden set {result.golden_set}, reranker {result.reranker}, "
           f"k = {result.k}: {c['unanswerable']} question(s) without an answer, {c['answerable']} answerable "
           f"({c['working_today']} working today)")
-    if result.value is None or result.band is None:
+    if result.band is None:
         print("nothing to calibrate: no question was scored")
+    elif not result.helps:
+        print(f"no threshold helps: {result.why}")
+        low, high = result.band
+        print(f"(best objective {num(result.objective)}, for thresholds {num(low)} to {num(high)}: "
+              "no value is proposed)")
     else:
         rows = [[num(result.band[0]), num(result.band[1]), num(result.value), num(result.objective),
                  num(result.declined_share), num(result.pushed_below_share),
@@ -357,6 +365,14 @@ def _print_calibration(result: calibration.Calibration) -> None:
               f"{result.reranker} (applied only to pools that reranker scores)")
     elif result.value is not None:
         print("not stored (--store to store it against the reranker)")
+    elif result.threshold_in_force is not None:
+        value, reranker = result.threshold_in_force
+        if value is None:
+            print(f"nothing stored: no score_threshold is set on {result.collection}")
+        else:
+            whose = f"calibrated for reranker {reranker}" if reranker else "set by hand"
+            print(f"nothing stored: {result.collection} keeps its score_threshold {value:.4f} ({whose}); "
+                  f"`pgsift collection alter {result.collection} --reset score_threshold` clears it")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -366,9 +382,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         with progress_bar(gs.questions, f"calibrate {args.collection}") as bar:
             result = calibration.calibrate(client, args.collection, args.reranker, golden_set=gs.name,
                                            top_k=args.top_k, progress=bar.update)
-        if args.store and result.value is not None:
-            calibration.store_threshold(client, args.collection, args.reranker, result.value)
-            result.stored = True
+        if args.store and result.helps:
+            calibration.store_calibration(client, result)
+        elif args.store:
+            # Nothing to store: a threshold stored before is left as it was, and shown.
+            result.threshold_in_force = calibration.threshold_in_force(client, args.collection)
     if args.json:
         dump(result.to_json(per_question=args.per_question))
     else:
@@ -447,7 +465,10 @@ def register(sub: Any) -> None:
     p.add_argument("--all", action="store_true", help="history: every run")
     p.set_defaults(func=cmd_eval)
 
-    p = add_command(sub, "calibrate", "propose a score threshold for a reranker from a golden set")
+    p = add_command(sub, "calibrate", "propose a score threshold for a reranker from a golden set",
+                    epilog="exit status: 0 a threshold is proposed (and stored with --store); 1 none is: "
+                           "no question was scored, or no threshold helps (nothing is stored, a threshold "
+                           "stored before stays); 2 an error")
     p.add_argument("collection", help="the collection to calibrate")
     p.add_argument("--reranker", required=True, metavar="ALIAS", help="a reranker of this tenant")
     p.add_argument("--golden", "--golden-set", dest="golden",
@@ -455,7 +476,8 @@ def register(sub: Any) -> None:
     p.add_argument("--top-k", type=int, default=10,
                    help="a question works today when a relevant hit is within top k (default 10)")
     p.add_argument("--store", action="store_true",
-                   help="store the value as the collection's threshold, against this reranker")
+                   help="store the value as the collection's threshold, against this reranker "
+                        "(nothing when no threshold helps)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--per-question", action="store_true", help="with --json: each question's scores")
     p.set_defaults(func=cmd_calibrate)
