@@ -47,7 +47,7 @@ test: install-dev
 sql: install
 	mkdir -p build
 	$(BIN)/pgsift install-sql > build/pgsift-install.sql
-	@echo "wrote build/pgsift-install.sql (psql -f build/pgsift-install.sql)"
+	@echo "wrote build/pgsift-install.sql (psql -v ON_ERROR_STOP=1 -f build/pgsift-install.sql)"
 
 # CREATE EXTENSION pgsift: control file, versioned scripts and the pg_tle installer in
 # build/extension (PG_CONFIG=/path/to/pg_config writes them into that server instead).

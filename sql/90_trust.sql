@@ -197,6 +197,10 @@ grant select on sift.collections, sift.documents, sift.chunks, sift.sections, si
 -- owner, read the key.
 -- Readers meter the reranks of their own searches.
 grant insert on sift.rerank_usage to sift_reader;
+-- Rerank prices are no secret: every tenant reads them (its usage rows are priced
+-- from them, by the trigger, as the writer); only the operator writes them, so the
+-- table has no row-level security and no other grant.
+grant select on sift.rerank_prices to sift_reader;
 -- current_tenant reads the role map for gateways too.
 grant select on sift.tenant_roles to sift_gateway;
 

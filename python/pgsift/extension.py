@@ -43,7 +43,7 @@ USER_TABLES = (
     "question_vectors", "term_df", "term_df_pending", "term_deltas", "term_lists", "term_blocks",
     "list_build_plan", "list_build_entries", "rerankers", "rerank_usage", "secret_mappings",
     "allowed_endpoints", "tenant_roles", "golden_sets", "golden_questions", "golden_positives", "eval_runs",
-    "index_requests", "tenant_limits", "collection_locks", "tenant_locks",
+    "index_requests", "tenant_limits", "collection_locks", "tenant_locks", "rerank_prices",
 )
 # Tables the scripts fill: a restore gets their rows from CREATE EXTENSION (rows a user added
 # to them are not in a dump: docs/install.md).

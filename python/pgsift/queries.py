@@ -459,6 +459,14 @@ select sift.record_rerank_usage(
     attempts => %(attempts)s::integer, error => %(error)s::text)
 """
 
+# A tenant's rerank spend at the operator's prices (the operator's: every tenant's):
+# `pgsift reranker spend`.
+RERANK_SPEND = """
+select s.tenant, s.provider, s.model, s.currency, s.calls, s.tokens, s.search_units, s.cost, s.unpriced_calls
+from sift.rerank_spend(since => %(since)s::timestamptz, until => %(until)s::timestamptz,
+                       tenants => %(tenants)s::text[]) s
+"""
+
 STORE_THRESHOLD = """
 select c.name from sift.store_calibrated_threshold(
     collection => %(collection)s::text, reranker_alias => %(alias)s::text, value => %(value)s::float8) c
