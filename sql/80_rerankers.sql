@@ -281,6 +281,55 @@ comment on function sift._reranker_choice(sift.collections[], sift.knob_set[]) i
     'tenant''s default), or why none can; null alias when reranking is off.';
 
 
+create or replace function sift.list_rerankers()
+returns table (
+    reranker_id   bigint,
+    tenant        text,
+    alias         text,
+    provider      text,
+    model         text,
+    base_url      text,
+    secret_ref    text,
+    secret_source text,
+    timeout_ms    integer,
+    deadline_ms   integer,
+    max_attempts  integer,
+    context_chars integer,
+    is_default    boolean,
+    refused       text,
+    limits        jsonb)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- Each reranker with what sift.reranker_for would refuse it for (an
+    -- endpoint the operator no longer allows, a key mapped for another
+    -- provider or host) and where its key is kept (secret_source null: its
+    -- secret_ref is not mapped).
+    select r.reranker_id, r.tenant::text, r.alias::text, r.provider, r.model, r.base_url, r.secret_ref,
+           m.source, r.timeout_ms::integer, r.deadline_ms::integer, r.max_attempts::integer,
+           r.context_chars::integer, r.is_default,
+           case when not sift._endpoint_allowed(r.tenant, r.base_url)
+                    then pg_catalog.format('reranker "%s" calls %s, which the operator no longer allows for '
+                                           'tenant "%s"', r.alias, r.base_url, r.tenant)
+                when m.secret_ref is not null
+                    then 'reranker "' || r.alias || '": ' || sift._secret_refusal(m, r.provider, r.base_url)
+           end,
+           (select pg_catalog.to_jsonb(l) from sift.reranker_limits l
+            where l.provider = r.provider and l.model in (r.model, '*')
+            order by l.model = '*', l.model limit 1)
+    from sift.rerankers r
+    left join sift.secret_mappings m on m.tenant = r.tenant and m.secret_ref = r.secret_ref
+    where r.tenant = sift.current_tenant()
+    order by r.alias, r.reranker_id;
+$$;
+comment on function sift.list_rerankers() is
+    'The current tenant''s rerankers: provider, model, endpoint, secret_ref and where the operator '
+    'keeps its key (secret_source; null: not mapped, so no search can call it), timeouts, whether '
+    'it is the default, why a search cannot use it (refused: an endpoint no longer allowed, a key '
+    'mapped for another provider or host; null: nothing) and the provider''s limits that apply. '
+    'No network call. `pgsift reranker list` prints it.';
+
+
 create or replace function sift.reranker_for(
     collection  text default null,
     knobs       jsonb default '{}',

@@ -1,4 +1,4 @@
-"""`pgsift reranker add|list|test|drop`, through the real CLI entry point, against the loopback
+"""`pgsift reranker add|list|test|spend|drop`, through the real CLI entry point, against the loopback
 rerank servers (tests/rerank_servers.py) and a loopback endpoint that refuses every key (401).
 
 The operator's side (allowing an endpoint, mapping a tenant's secret_ref to an environment
@@ -192,3 +192,25 @@ def test_the_database_refuses_a_bad_registration_in_one_line(dsn, operator, caps
     assert cli(dsn, "add", "x", "tei", "--base-url", "http://127.0.0.1:9", "--timeout-ms", "0") == 2
     one_error_line(capsys)
     assert cli(dsn, "list", "--json") == 0 and json.loads(capsys.readouterr().out) == []
+
+
+def test_spend_sums_what_reranking_cost_and_says_what_is_unpriced(dsn, db, capsys):
+    """`pgsift reranker spend`: sift.rerank_spend per provider and model at the operator's prices;
+    a tenant sees its own, a model with no price is unpriced (never 0)."""
+    db.execute("insert into sift.rerank_prices (provider, model, effective_from, price_per_million_tokens, "
+               "currency) values ('voyage', 'rerank-2', '-infinity', 50, 'USD')")
+    for tenant, model, tokens in (("acme", "rerank-2", 200_000), ("acme", "rerank-2", 100_000),
+                                  ("acme", "rerank-9", 10), ("globex", "rerank-2", 1_000_000)):
+        db.execute("insert into sift.rerank_usage (tenant, provider, model, documents, tokens, latency_ms, ok, "
+                   "billed) values (%s, 'voyage', %s, 3, %s, 10, true, true)", [tenant, model, tokens])
+    assert main(["--dsn", dsn, "--tenant", "acme", "reranker", "spend", "--json"]) == 0
+    rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows) == {"rerank-2", "rerank-9"} and {r["tenant"] for r in rows.values()} == {"acme"}
+    priced = rows["rerank-2"]
+    assert (priced["calls"], float(priced["cost"]), priced["currency"]) == (2, 15.0, "USD")
+    assert rows["rerank-9"]["cost"] is None and rows["rerank-9"]["unpriced_calls"] == 1
+    assert main(["--dsn", dsn, "reranker", "spend", "--tenant-of", "globex", "--json"]) == 0
+    assert [(r["tenant"], float(r["cost"])) for r in json.loads(capsys.readouterr().out)] == [("globex", 50.0)]
+    assert main(["--dsn", dsn, "reranker", "spend", "--since", "2000-01-01"]) == 0
+    out = capsys.readouterr().out
+    assert "15.0000 USD" in out and "50.0000 USD" in out and "unpriced" in out   # the operator's view

@@ -418,28 +418,9 @@ from sift.register_reranker({}) r""").format(args)
 
 DROP_RERANKER = "select sift.drop_reranker(alias => %(alias)s::text)"
 
-# The current tenant's rerankers, each with what sift.reranker_for would refuse it for (its
-# endpoint no longer allowed, its key mapped for another provider or host; null: nothing) and
-# where its key is kept (secret_source null: its secret_ref is not mapped): `pgsift reranker`.
-LIST_RERANKERS = """
-select r.reranker_id, r.tenant::text as tenant, r.alias::text as alias, r.provider, r.model, r.base_url,
-       r.secret_ref, m.source as secret_source, r.timeout_ms::integer as timeout_ms,
-       r.deadline_ms::integer as deadline_ms, r.max_attempts::integer as max_attempts,
-       r.context_chars::integer as context_chars, r.is_default,
-       case when not sift._endpoint_allowed(r.tenant, r.base_url)
-                then pg_catalog.format('reranker "%s" calls %s, which the operator no longer allows for tenant "%s"',
-                                       r.alias, r.base_url, r.tenant)
-            when m.secret_ref is not null
-                then 'reranker "' || r.alias || '": ' || sift._secret_refusal(m, r.provider, r.base_url)
-       end as refused,
-       (select pg_catalog.to_jsonb(l) from sift.reranker_limits l
-        where l.provider = r.provider and l.model in (r.model, '*')
-        order by l.model = '*', l.model limit 1) as limits
-from sift.rerankers r
-left join sift.secret_mappings m on m.tenant = r.tenant and m.secret_ref = r.secret_ref
-where r.tenant = sift.current_tenant()
-order by r.alias, r.reranker_id
-"""
+# The current tenant's rerankers, with why a search cannot use each (sift.list_rerankers):
+# `pgsift reranker list`.
+LIST_RERANKERS = "select * from sift.list_rerankers()"
 
 # Where the operator keeps the current tenant's key named secret_ref, whom it is for, and
 # whether `url` is under one of the hosts it may be sent to: `pgsift ingest --enrich-secret-ref`.

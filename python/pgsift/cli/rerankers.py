@@ -1,8 +1,9 @@
-"""`pgsift reranker add|list|test|drop`: the tenant's rerankers from the command line.
+"""`pgsift reranker add|list|test|spend|drop`: the tenant's rerankers from the command line.
 
 `add` registers (or replaces) one (sift.register_reranker), `list` shows them with whether a
 search can use each and why not, `test` scores three passages with an obvious order through the
-provider (pgsift.rerankers.test_connection) and exits 1 when that fails, `drop` deletes one.
+provider (pgsift.rerankers.test_connection) and exits 1 when that fails, `spend` sums what
+reranking cost at the operator's prices (sift.rerank_spend), `drop` deletes one.
 A key is never given here: a reranker names a secret_ref, which the operator maps to where the
 key is kept (sift.map_secret); the command line reads keys kept in environment variables
 ("env:NAME").
@@ -162,9 +163,38 @@ def cmd_drop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spend_tenants(args: argparse.Namespace) -> list[str] | None:
+    """Whose spend: those named with --tenant-of, else the tenant the command acts for (--tenant),
+    else every tenant the connection may see (row-level security: a tenant's role, its own)."""
+    tenant = getattr(args, "tenant", None)
+    return list(args.tenants) if args.tenants else ([tenant] if tenant else None)
+
+
+def cmd_spend(args: argparse.Namespace) -> int:
+    """What reranking cost (sift.rerank_spend): the tenant's own, or the operator's over every
+    tenant; a group without a price says so (its cost is unknown, never 0)."""
+    with common.connect(args) as conn:
+        client = common.client_for(conn, args)
+        with client.transaction() as tx:
+            rows = tx.cursor(row_factory=dict_row).execute(
+                q.RERANK_SPEND, {"since": args.since, "until": args.until, "tenants": _spend_tenants(args)},
+                prepare=False).fetchall()
+    if args.json:
+        dump(rows)
+        return 0
+    print(table([(r["tenant"], r["provider"], r["model"], r["calls"], r["tokens"], r["search_units"],
+                  "unpriced" if r["cost"] is None else f"{r['cost']:.4f} {r['currency']}", r["unpriced_calls"])
+                 for r in rows],
+                ["tenant", "provider", "model", "calls", "tokens", "search units", "cost", "unpriced calls"]))
+    if any(r["cost"] is None for r in rows):
+        print("unpriced: no price in sift.rerank_prices was in effect for those calls (the operator sets one, "
+              "then sift.reprice_rerank_usage prices them)")
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add `pgsift reranker` and its verbs to pgsift's subcommands."""
-    top = add_command(sub, "reranker", "the tenant's rerankers: add, list, test, drop",
+    top = add_command(sub, "reranker", "the tenant's rerankers: add, list, test, spend, drop",
                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = top.add_subparsers(dest="action", required=True, metavar="ACTION")
 
@@ -199,6 +229,16 @@ def register(sub: Any) -> None:
                    help="seconds the call may take (default 10; one attempt)")
     p.add_argument("--json", action="store_true", help="print the check as JSON")
     p.set_defaults(func=cmd_test)
+
+    p = add_command(verbs, "spend", "what reranking cost, per tenant, provider, model and currency, at the "
+                                    "operator's prices (sift.rerank_spend)")
+    p.add_argument("--since", default="-infinity", metavar="TIME", help="from this time on (default: all)")
+    p.add_argument("--until", default="infinity", metavar="TIME", help="before this time (default: now on)")
+    p.add_argument("--tenant-of", dest="tenants", action="append", metavar="TENANT",
+                   help="only this tenant's (repeatable; default: --tenant's, else every tenant the "
+                        "connection sees: a tenant's role sees only its own)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=cmd_spend)
 
     p = add_command(verbs, "drop", "delete a reranker (the collections that named it stop reranking)")
     p.add_argument("alias", help="the reranker to delete")
