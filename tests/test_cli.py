@@ -1,4 +1,4 @@
-"""The command line and the local embedder, end to end against the test database."""
+"""The command line, end to end against the test database (no torch: the numpy MiniLM embeds)."""
 
 from __future__ import annotations
 
@@ -16,50 +16,36 @@ import pytest
 from conftest import SOCKET_DIR
 from pgsift import Client
 from pgsift.cli import build_parser, main
-from pgsift.embed import LocalEmbedder, NumpyMiniLM
+from pgsift.embed import NumpyMiniLM
 from pgsift.ingest import chunk_markdown
 
 
 @pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    return LocalEmbedder()
+def embedder() -> NumpyMiniLM:
+    """all-MiniLM-L6-v2 in numpy: the torch model's vectors (tests/test_embed.py), without
+    importing torch (seconds): the command line's tests load no torch."""
+    return NumpyMiniLM()
 
 
-@pytest.fixture
-def kb(dsn, tmp_path, capsys, embedder, monkeypatch) -> Path:
-    """Collection kb ingested through the CLI: a refunds chunk and a shipping chunk."""
-    queries = pgsift.cli.common.load_embedder   # the numpy model: unpatched, so tested too
+@pytest.fixture(autouse=True)
+def _no_torch(embedder, monkeypatch) -> None:
+    """The command line ingests with the torch model; here with its numpy twin (the same
+    vectors). Questions go through the command's own lookup, unpatched, so it is tested too."""
+    queries = pgsift.cli.common.load_embedder
     monkeypatch.setattr("pgsift.cli.common.load_embedder",
                         lambda required=False, for_queries=False:
                         queries(required, for_queries=True) if for_queries else embedder)
+
+
+@pytest.fixture
+def kb(dsn, tmp_path, capsys) -> Path:
+    """Collection kb ingested through the CLI: a refunds chunk and a shipping chunk."""
     (tmp_path / "refunds.md").write_text("# Refunds\n\nRefunds are paid within 14 days of a return.\n")
     (tmp_path / "shipping.txt").write_text("Parcels ship from Rotterdam every weekday morning.\n")
     assert main(["migrate", "--dsn", dsn]) == 0
     assert main(["--dsn", dsn, "ingest", "kb", str(tmp_path), "--create"]) == 0
     assert "ingested 2 chunks into kb" in capsys.readouterr().out
     return tmp_path
-
-
-def test_local_embedder_loads_offline_and_embeds_meaningfully(embedder):
-    vecs = embedder.embed(["How do refunds work?", "Refunds are paid within 14 days.",
-                           "The cat sat on the mat."])
-    assert vecs.shape == (3, 384)
-    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
-    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.2
-
-
-def test_the_numpy_model_gives_the_torch_models_vectors(embedder):
-    """The CLI embeds questions with NumpyMiniLM and ingests with LocalEmbedder: their vectors
-    must agree, for short, long (truncated at 256 tokens), empty and odd texts, batched with
-    padding or not."""
-    texts = ["How do refunds work?", "", "🙂🙂", "?!...", "a",
-             "PostgreSQL keeps the chunks, their vectors and BM25 statistics. " * 60,
-             "Reciprocal rank fusion merges the dense and the lexical legs by rank."]
-    expected = embedder.embed(texts)
-    for batch_size in (1, 3, 32):
-        got = NumpyMiniLM(batch_size=batch_size).embed(texts)
-        assert got.dtype == np.float32 and got.shape == expected.shape
-        assert np.abs(got - expected).max() < 1e-5
 
 
 def test_a_cli_search_imports_no_torch(dsn, kb):
