@@ -108,7 +108,13 @@ class _Handler(BaseHTTPRequestHandler):
         fault = srv.fault if ((srv.fail_first is None or number <= srv.fail_first)
                               and (srv.fail_after is None or number > srv.fail_after)) else None
         if fault == "slow":
-            srv._release.wait(srv.delay)
+            with srv._lock:
+                srv.holding += 1
+            try:
+                srv._release.wait(srv.delay)
+            finally:
+                with srv._lock:
+                    srv.holding -= 1
             fault = None
         if fault in REDIRECTS:
             target = (srv.redirect_to or "http://127.0.0.1:9").rstrip("/") + self.path
@@ -224,6 +230,9 @@ class RerankServer:
         self.limits = dict(limits or {})
         self.violations: list[str] = []
         self.requests: list[Request] = []
+        # "slow" requests the server still holds unanswered: a caller that came back while it
+        # holds one was cut off by its own deadline, not answered (no wall clock needed).
+        self.holding = 0
         self._lock = threading.Lock()
         self._release = threading.Event()
         self._httpd: _Server | None = None

@@ -129,13 +129,10 @@ def test_an_unchanged_rerun_takes_no_lock_and_a_busy_table_is_retried_not_waited
     # reader's never is: see the test below).
     with psycopg.connect(dsn) as holder:
         holder.execute("lock table sift.chunks in row exclusive mode")
-        started = time.perf_counter()
-        assert pgsift.migrate(db) == []            # unchanged: returns at once, no lock taken
-        assert time.perf_counter() - started < 2
-        started = time.perf_counter()
+        # Unchanged: no lock taken (one would be refused past its lock_timeout, below).
+        assert pgsift.migrate(db) == []
         with pytest.raises(pgsift.MigrationError, match="could not take the locks"):
             pgsift.migrate(db, force=True, attempts=2)   # gives up, never sits in the lock queue
-        assert time.perf_counter() - started < 5
         holder.rollback()
     assert pgsift.migrate(db, force=True) == []
 

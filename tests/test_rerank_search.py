@@ -18,7 +18,6 @@ import psycopg_pool
 import pytest
 from conftest import unit
 from pgsift import AsyncClient, Chunk, Client, Document, RerankerNotAllowed, queries, rerankers
-from pgsift.compat import GRACE_S
 from pgsift.rerankers import registry
 from rerank_servers import RerankServer, import_providers, keyword_scorer, loopback_only
 
@@ -26,12 +25,6 @@ DIMS = 8
 TENANT = "acme"
 KEY = "test-key-acme"
 QUERY = "refund policy"
-# What a loaded two-core machine adds to a wall-clock bound (thread wake-ups, the database
-# round trips around the rerank); the engine's own allowance is compat.GRACE_S.
-SLACK_S = 0.25
-# A whole search adds its SQL statements around the rerank; on a busy machine they may take
-# a while. The rerank's own bound is checked on latency_ms (the engine's clock).
-SEARCH_SLACK_S = 1.0
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -120,11 +113,10 @@ def test_a_fault_falls_back_to_the_fused_ranking(kb, db, fault):
     with RerankServer(fault=fault, delay=5.0) as server:
         use_server(kb, server, timeout_ms=500, deadline_ms=1000)
         enable(kb)
-        started = time.monotonic()
         result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=8)
-        elapsed = time.monotonic() - started
+        # a slow server: every attempt cut off by the deadline while the server still held it
+        assert fault != "slow" or server.holding == len(server.requests) >= 1
     assert not result.reranked and result.rerank.fault and result.rerank.called
-    assert result.rerank.latency_ms <= (1.0 + GRACE_S + SLACK_S) * 1000 and elapsed < 1.0 + GRACE_S + SEARCH_SLACK_S
     assert [h.chunk_id for h in result] == [h.chunk_id for h in plain]   # same hits, same order
     assert all(h.rerank_score is None and h.reranker == "voy" for h in result)   # went to, fell back
     rows = usage_rows(db)
@@ -268,12 +260,9 @@ def test_a_slow_reranker_build_counts_against_the_deadline(kb, db, slow_build):
     with RerankServer(scorer=keyword_scorer({"golden": 0.9})) as server:
         use_server(kb, server, timeout_ms=300, deadline_ms=600)
         enable(kb)
-        started = time.monotonic()
         result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
-        elapsed = time.monotonic() - started
         assert not result.reranked and result.rerank.fault == "deadline_exceeded" and len(result) == 5
-        assert result.rerank.latency_ms <= 600 + GRACE_S * 1000 + SLACK_S * 1000
-        assert elapsed < 0.6 + GRACE_S + SEARCH_SLACK_S
+        assert not slow_build["built"].is_set()    # back before the build was: the deadline counted it
         assert server.requests == [] and usage_rows(db) == []
         # the build goes on in the background; once it is done, searches rerank
         assert slow_build["built"].wait(5)
@@ -288,11 +277,9 @@ async def test_async_slow_reranker_build_counts_against_the_deadline(kb, db, dsn
         enable(kb)
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             client = AsyncClient(conn, tenant=TENANT)
-            started = time.monotonic()
             result = await client.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
-            elapsed = time.monotonic() - started
             assert result.rerank.fault == "deadline_exceeded" and len(result) == 5
-            assert elapsed < 0.6 + GRACE_S + SEARCH_SLACK_S
+            assert not slow_build["built"].is_set()
             assert slow_build["built"].wait(5)
             later = await client.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
     assert later.reranked and later[0].source_uri == "d7" and len(server.requests) == 1
