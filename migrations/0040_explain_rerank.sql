@@ -24,6 +24,10 @@ comment on column sift.explanation.rerank_status is
     'rerank scores given), "not reranked: ..." (the fused ranking; a search would rerank it; '
     'says how to see the reranked view) or "refused: ..." (no reranker can run, and why).';
 
+comment on column sift.explanation.cut_by is
+    'What cut it: score_threshold, translation, per_document_cap, mmr, match_count, merged, '
+    'not_retrieved or rerank_pool (past the pool the reranker scored); null when kept.';
+
 -- The signature gains rerank_ids, rerank_scores and scored_by: re-created by
 -- the function files.
 drop function if exists sift.explain(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[], bigint[],
