@@ -201,7 +201,8 @@ def test_run_quality_rerun_knobs_and_max_queries(db, client, toy: Path):
 def test_every_system_runs_in_turn_and_only_the_search_is_timed(toy: Path, monkeypatch):
     # A clock that moves only when told: each search takes its system's number of ms,
     # and the untimed hooks around b take far longer, which must not reach b's times.
-    from pgsift import bench, bench_turns
+    from pgsift.bench import quality
+    from pgsift.bench import turns as bench_turns
     clock = [0.0]
     monkeypatch.setattr(bench_turns.time, "perf_counter", lambda: clock[0])
     data = load_beir(toy)
@@ -221,7 +222,7 @@ def test_every_system_runs_in_turn_and_only_the_search_is_timed(toy: Path, monke
         return run
 
     runs = {"a": system("a", 1), "b": system("b", 2), "c": system("c", 3)}
-    lists, modes = bench._time_in_turns(runs, {"b": (hook("<"), hook(">"))}, [0, 1, 0], data, 10, 100)
+    lists, modes = quality._time_in_turns(runs, {"b": (hook("<"), hook(">"))}, [0, 1, 0], data, 10, 100)
     # One untimed warm-up each, then every query through all three, the order rotating.
     assert log == ["a0", "<", "b0", ">", "c0",
                    "a0", "<", "b0", ">", "c0",
@@ -237,7 +238,7 @@ def test_every_system_runs_in_turn_and_only_the_search_is_timed(toy: Path, monke
 # -- ingest and row-level security benchmarks ------------------------------------------------
 
 def test_run_ingest_writes_and_drops_its_collections(db, toy: Path):
-    from pgsift import bench_ingest
+    from pgsift.bench import ingest as bench_ingest
     result = bench_ingest.run_ingest(db, (40, 60), dims=DIMS, dataset=toy)
     runs = result["runs"]
     assert [(r["shape"], r["chunks"]) for r in runs] == [
@@ -255,7 +256,7 @@ def test_run_ingest_writes_and_drops_its_collections(db, toy: Path):
 
 
 def test_run_rls_compares_operator_and_reader(db, tmp_path: Path):
-    from pgsift import bench_rls
+    from pgsift.bench import rls as bench_rls
     # Enough documents that the planner walks the HNSW index rather than scan a few rows.
     root = tmp_path / "rls"
     (root / "qrels").mkdir(parents=True)
@@ -283,7 +284,7 @@ def test_run_rls_compares_operator_and_reader(db, tmp_path: Path):
 
 def test_run_compare_pairs_two_databases(db, dsn, toy: Path):
     import psycopg
-    from pgsift import bench_compare
+    from pgsift.bench import compare as bench_compare
     run_quality(db, toy, collection="bench")
     with psycopg.connect(dsn, autocommit=True) as other:   # the same install on both sides
         result = bench_compare.run_compare(db, other, toy, rounds=2)
@@ -336,7 +337,7 @@ class _Bag:
 
 
 def test_run_structure_scores_sections_and_returned_text(db, tmp_path: Path):
-    from pgsift import bench_structure
+    from pgsift.bench import structure as bench_structure
 
     dataset = _xquad_toy(tmp_path / "xq")
     articles, questions = bench_structure.load_articles(dataset)
@@ -356,7 +357,7 @@ def test_run_structure_scores_sections_and_returned_text(db, tmp_path: Path):
 
 
 def test_run_languages_collapses_translations_and_prefers_the_questions_language(db, tmp_path: Path):
-    from pgsift import bench_languages
+    from pgsift.bench import languages as bench_languages
 
     root = tmp_path / "xq"
     (root / "qrels").mkdir(parents=True)
@@ -400,7 +401,7 @@ def test_run_languages_collapses_translations_and_prefers_the_questions_language
 
 
 def test_run_fusion_takes_the_mean_over_datasets(db, toy: Path, tmp_path: Path):
-    from pgsift import bench_fusion
+    from pgsift.bench import fusion as bench_fusion
 
     # A second dataset without a train split: it tunes on a sample of its test questions.
     other = write_beir(tmp_path / "other", np.random.default_rng(8))
@@ -419,7 +420,7 @@ def test_run_fusion_takes_the_mean_over_datasets(db, toy: Path, tmp_path: Path):
 
 
 def test_run_snippets_times_each_mode(db, toy: Path):
-    from pgsift import bench_snippets
+    from pgsift.bench import snippets as bench_snippets
 
     result = bench_snippets.run_snippets(db, toy, queries=2)
     assert result["queries"] == 2
@@ -431,7 +432,7 @@ def test_run_snippets_times_each_mode(db, toy: Path):
 
 
 def test_run_transfer_sends_the_same_vectors_both_ways(db):
-    from pgsift import bench_ingest
+    from pgsift.bench import ingest as bench_ingest
 
     result = bench_ingest.run_transfer(db, count=50, dims=8, repeats=2)
     assert (result["count"], result["dims"], result["binary_bytes"]) == (50, 8, 50 * 36)
@@ -440,7 +441,7 @@ def test_run_transfer_sends_the_same_vectors_both_ways(db):
 
 
 def test_run_maxsim_times_the_stage_and_the_search(db):
-    from pgsift import bench_maxsim
+    from pgsift.bench import maxsim as bench_maxsim
 
     result = bench_maxsim.run_maxsim(db, chunks=30, tokens=5, dims=8, query_tokens=3, top_ns=(5, 20), queries=2)
     assert [r["top_n"] for r in result["rows"]] == [5, 20] and result["chunks"] == 30
@@ -450,7 +451,7 @@ def test_run_maxsim_times_the_stage_and_the_search(db):
 
 
 def test_run_legs_tunes_on_train_and_scores_test_through_sql(db, toy: Path):
-    from pgsift import bench_legs
+    from pgsift.bench import legs as bench_legs
 
     # A second model: other vectors of another size for the same corpus and queries.
     second = toy / "embeddings" / "toy-second"
@@ -474,7 +475,7 @@ def test_run_legs_tunes_on_train_and_scores_test_through_sql(db, toy: Path):
 def test_run_questions_compares_the_policies(db, tmp_path: Path):
     import hashlib
 
-    from pgsift import bench_questions
+    from pgsift.bench import questions as bench_questions
 
     class Hash:
         def embed(self, texts):
@@ -502,8 +503,8 @@ def test_run_questions_compares_the_policies(db, tmp_path: Path):
 
 
 def test_run_exact_times_both_paths_and_cleans_up(db):
-    from pgsift.bench_exact import format_table as exact_table
-    from pgsift.bench_exact import run_exact
+    from pgsift.bench.exact import format_table as exact_table
+    from pgsift.bench.exact import run_exact
 
     result = run_exact(db, sizes=(60, 120), queries=3, beside=200)
     assert [r["chunks"] for r in result["rows"]] == [60, 120]
@@ -518,9 +519,9 @@ def test_run_exact_times_both_paths_and_cleans_up(db):
 
 
 def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
-    from pgsift import bench_peers
-    from pgsift.bench_scale import format_table as scale_table
-    from pgsift.bench_scale import run_scale
+    from pgsift.bench import peers as bench_peers
+    from pgsift.bench.scale import format_table as scale_table
+    from pgsift.bench.scale import run_scale
 
     # Raw pgvector runs at its own ef_search and at the dense leg's: what each search ran with.
     efs: list[str] = []
@@ -569,7 +570,9 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
 
 
 def test_plain_table_holds_the_rows_pgsift_loaded_and_writes_documents_live(db, monkeypatch):
-    from pgsift import bench_peers, bench_plain, bench_scale
+    from pgsift.bench import peers as bench_peers
+    from pgsift.bench import plain as bench_plain
+    from pgsift.bench import scale as bench_scale
 
     # Batches of two documents: the plain table's source must draw them as the load did.
     monkeypatch.setattr(bench_scale, "BATCH_CHUNKS", 2 * bench_scale.CHUNKS_PER_DOC)
@@ -601,8 +604,8 @@ def test_plain_table_holds_the_rows_pgsift_loaded_and_writes_documents_live(db, 
 
 
 def test_peers_over_a_view_and_never_a_schema_of_the_users(db, client, toy: Path):
-    from pgsift import bench_peers
-    from pgsift.bench import load_collection
+    from pgsift.bench import peers as bench_peers
+    from pgsift.bench.quality import load_collection
 
     data = load_beir(toy)
     load_collection(client, "toy", data)
@@ -633,7 +636,7 @@ def test_peers_over_a_view_and_never_a_schema_of_the_users(db, client, toy: Path
 
 
 def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: Path):
-    from pgsift import bench_profile
+    from pgsift.bench import profile as bench_profile
     # The raw walks' settings are set around them alone: the session's own are there after.
     db.execute("select set_config('hnsw.ef_search', '55', false), case when sift._pgvector_has_iterative_scan() "
                "then set_config('hnsw.iterative_scan', 'strict_order', false) end")

@@ -18,7 +18,7 @@ import pytest
 from pglast import ast as pg
 from pglast.parser import parse_sql
 from pgsift import errors, models
-from pgsift.bench_profile import LEGS
+from pgsift.bench.profile import LEGS
 from pgsift.rerankers import registry
 from pgsift.schema import with_vector_schema
 
@@ -240,7 +240,7 @@ def test_the_leg_table_is_every_leg_there_is():
         assert f"sift.{functions[0]}(" in pool, f"{leg}: sift._pool does not call {functions[0]}"
     in_table = {fn for _, functions, _ in table for fn in functions}
     profiled = {fn for group in LEGS for fn in group} - {"_legs"}
-    assert profiled == in_table, "bench_profile.LEGS and the guide's table of legs differ"
+    assert profiled == in_table, "bench.profile.LEGS and the guide's table of legs differ"
     # The plain path runs the dense and lexical legs alone; the others go staged.
     plain = read("sql/62_plain.sql")
     assert {fn for fn in in_table if f"sift.{fn}(" in plain} == {"_dense_ids", "_lexical_ids"}
@@ -251,7 +251,7 @@ def test_the_leg_table_is_every_leg_there_is():
 def test_the_leg_list_names_where_a_leg_plugs_in():
     text = named(section("Add a leg"))
     for must in ("sift._check_query", "sift._legs", "sift._pool", "sift._fuse", "sift._plain_plan",
-                 "sift._staged_search", "python/pgsift/bench_profile.py::LEGS", "tests/test_fusion_legs.py",
+                 "sift._staged_search", "python/pgsift/bench/profile.py::LEGS", "tests/test_fusion_legs.py",
                  "tests/test_trust.py::attacks", "python/pgsift/queries.py", "python/pgsift/client_async.py"):
         assert must in text, must
     for fn in ("_check_query", "_legs", "_pool", "_fuse"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from pgsift.bench_finalize import CONFIGS, TENANT, format_table, run_finalize
+from pgsift.bench.finalize import CONFIGS, TENANT, format_table, run_finalize
 
 
 def test_run_finalize_reports_each_pool_and_cleans_up(db):

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from conftest import unit
 from pgsift import Chunk, Client, DimensionMismatch, Document, InvalidArgument, SpaceNotFound
-from pgsift.bench_legs import normalised
+from pgsift.bench.legs import normalised
 
 DIMS, ALT = 8, 5
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
@@ -55,7 +55,7 @@ def nearest(vectors: dict[int, np.ndarray], query: np.ndarray, n: int = N) -> li
 
 def fuse(legs: dict[str, list[tuple[int, float]]], weights: dict[str, float], higher: dict[str, bool],
          method: str, k: float) -> dict[int, float]:
-    """The three fusion formulas (pgsift.bench_legs.normalised, the benchmark's reference),
+    """The three fusion formulas (pgsift.bench.legs.normalised, the benchmark's reference),
     summed with the legs' weights: every leg's entries in its rank order."""
     oriented = {name: [(cid, raw if higher[name] else -raw) for cid, raw in entries]
                 for name, entries in legs.items()}

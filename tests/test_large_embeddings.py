@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from conftest import unit
 from pgsift import Chunk, Client, Document, InvalidArgument, PermissionDenied
-from pgsift.models import vector_text
+from pgsift.vectors import vector_text
 
 DIMS = 3072
 N = 600

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import unit
 from pgsift import Chunk, Client, Document
-from pgsift.models import vector_text
+from pgsift.vectors import vector_text
 
 DIMS = 8
 WORDS = ["refund", "policy", "invoice", "shipping", "return", "warranty", "order", "delivery"]

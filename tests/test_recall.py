@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from conftest import SOCKET_DIR, unit
 from pgsift import Chunk, Client, Document, migrate
-from pgsift.models import vector_text
+from pgsift.vectors import vector_text
 
 DIMS = 64
 N_BIG = 19_800          # 99 %

@@ -29,7 +29,7 @@ from pgsift import (
     SpaceIncomplete,
     SpaceNotFound,
 )
-from pgsift.models import vector_text
+from pgsift.vectors import vector_text
 
 OLD, NEW = 8, 5
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]

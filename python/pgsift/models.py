@@ -502,14 +502,6 @@ class Page(SearchResult):
         return cls(hits, rerank=rerank, cursor=last.cursor, end=last.cursor_end)
 
 
-def vector_text(embedding: Any, what: str = "embedding") -> str:
-    """pgvector's text form of an embedding, refusing what the database would choke on (for
-    SQL written by hand; the client sends vectors in binary, pgsift.vectors)."""
-    from .vectors import check_vector, text_form
-
-    return text_form(check_vector(embedding, what))
-
-
 @dataclass(frozen=True)
 class Reranked:
     """The rerank half of a search (Client.rerank): the reranker used, the pool it scored (in

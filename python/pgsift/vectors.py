@@ -63,6 +63,12 @@ def text_form(values: np.ndarray) -> str:
     return template % tuple(values.tolist())
 
 
+def vector_text(embedding: Any, what: str = "embedding") -> str:
+    """pgvector's text form of an embedding, refusing what the database would choke on (for
+    SQL written by hand; the client sends vectors in binary, as Vec)."""
+    return text_form(check_vector(embedding, what))
+
+
 class Vec(Vector):
     """A checked vector as a query parameter: binary on an adapted connection, text before."""
 

@@ -26,122 +26,122 @@ def _bench(args: argparse.Namespace, module: Any, run: Callable[[psycopg.Connect
 
 
 def cmd_bench_quality(args: argparse.Namespace) -> int:
-    from .. import bench
-    return _bench(args, bench, lambda conn: bench.run_quality(
+    from ..bench import quality
+    return _bench(args, quality, lambda conn: quality.run_quality(
         conn, Path(args.dataset), model=args.model, collection=args.collection, max_queries=args.max_queries,
         peers_too=not args.no_peers))
 
 
 def cmd_bench_profile(args: argparse.Namespace) -> int:
-    from .. import bench_profile
-    return _bench(args, bench_profile, lambda conn: bench_profile.run_profile(
+    from ..bench import profile
+    return _bench(args, profile, lambda conn: profile.run_profile(
         conn, Path(args.dataset), model=args.model, collection=args.collection, queries=args.queries,
         match_count=args.match_count, reuse=args.reuse, peers_too=not args.no_peers))
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> int:
-    from .. import bench_scale
-    return _bench(args, bench_scale, lambda conn: bench_scale.run_scale(
+    from ..bench import scale
+    return _bench(args, scale, lambda conn: scale.run_scale(
         conn, args.chunks, queries=args.queries, reuse=args.reuse, exact_check=args.exact_check,
         ingest_docs=args.ingest_docs, baseline_queries=args.baseline_queries, plain=not args.no_plain))
 
 
 def cmd_bench_finalize(args: argparse.Namespace) -> int:
-    from .. import bench_finalize
-    return _bench(args, bench_finalize, lambda conn: bench_finalize.run_finalize(conn, repeats=args.repeats))
+    from ..bench import finalize
+    return _bench(args, finalize, lambda conn: finalize.run_finalize(conn, repeats=args.repeats))
 
 
 def cmd_bench_exact(args: argparse.Namespace) -> int:
-    from .. import bench_exact
-    return _bench(args, bench_exact, lambda conn: bench_exact.run_exact(
-        conn, sizes=tuple(args.sizes) if args.sizes else bench_exact.SIZES, queries=args.queries,
+    from ..bench import exact
+    return _bench(args, exact, lambda conn: exact.run_exact(
+        conn, sizes=tuple(args.sizes) if args.sizes else exact.SIZES, queries=args.queries,
         match_count=args.match_count, beside=args.beside))
 
 
 def cmd_bench_fusion(args: argparse.Namespace) -> int:
-    from .. import bench_fusion
-    return _bench(args, bench_fusion, lambda conn: bench_fusion.run_fusion(
+    from ..bench import fusion
+    return _bench(args, fusion, lambda conn: fusion.run_fusion(
         conn, [Path(d) for d in args.dataset], split=args.split, model=args.model, tune_sample=args.tune_sample,
         answer_only=args.answer_only))
 
 
 def cmd_bench_vectors(args: argparse.Namespace) -> int:
-    from .. import bench_ingest
+    from ..bench import ingest
 
     with common.connect(args) as conn:
-        result = bench_ingest.run_transfer(conn, count=args.count, dims=args.dims, repeats=args.repeats)
-    print(json.dumps(result, indent=2) if args.json else bench_ingest.format_transfer(result))
+        result = ingest.run_transfer(conn, count=args.count, dims=args.dims, repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else ingest.format_transfer(result))
     return 0
 
 
 def cmd_bench_ingest(args: argparse.Namespace) -> int:
-    from .. import bench_ingest
-    return _bench(args, bench_ingest, lambda conn: bench_ingest.run_ingest(
+    from ..bench import ingest
+    return _bench(args, ingest, lambda conn: ingest.run_ingest(
         conn, tuple(args.sizes), shapes=tuple(args.shapes), dims=args.dims,
         dataset=Path(args.dataset) if args.dataset else None))
 
 
 def cmd_bench_rls(args: argparse.Namespace) -> int:
-    from .. import bench_rls
-    return _bench(args, bench_rls, lambda conn: bench_rls.run_rls(
+    from ..bench import rls
+    return _bench(args, rls, lambda conn: rls.run_rls(
         conn, Path(args.dataset), model=args.model, queries_n=args.queries, repeats=args.repeats))
 
 
 def cmd_bench_structure(args: argparse.Namespace) -> int:
-    from .. import bench_structure
-    return _bench(args, bench_structure, lambda conn: bench_structure.run_structure(
+    from ..bench import structure
+    return _bench(args, structure, lambda conn: structure.run_structure(
         conn, Path(args.dataset), sizes=tuple(args.sizes), max_questions=args.max_questions, keep=args.keep))
 
 
 def cmd_bench_languages(args: argparse.Namespace) -> int:
-    from .. import bench_languages
-    return _bench(args, bench_languages, lambda conn: bench_languages.run_languages(
+    from ..bench import languages
+    return _bench(args, languages, lambda conn: languages.run_languages(
         conn, Path(args.dataset), sample=args.questions, keep=args.keep))
 
 
 def cmd_bench_snippets(args: argparse.Namespace) -> int:
-    from .. import bench_snippets
-    return _bench(args, bench_snippets, lambda conn: bench_snippets.run_snippets(
+    from ..bench import snippets
+    return _bench(args, snippets, lambda conn: snippets.run_snippets(
         conn, Path(args.dataset), queries=args.queries))
 
 
 def cmd_bench_questions(args: argparse.Namespace) -> int:
-    from .. import bench_questions
-    return _bench(args, bench_questions, lambda conn: bench_questions.run_questions(
+    from ..bench import questions
+    return _bench(args, questions, lambda conn: questions.run_questions(
         conn, Path(args.dataset), keep=args.keep))
 
 
 def cmd_bench_legs(args: argparse.Namespace) -> int:
-    from .. import bench_legs
-    return _bench(args, bench_legs, lambda conn: bench_legs.run_legs(
+    from ..bench import legs
+    return _bench(args, legs, lambda conn: legs.run_legs(
         conn, Path(args.dataset), models=tuple(args.models) if args.models else None, keep=args.keep))
 
 
 def cmd_bench_maxsim(args: argparse.Namespace) -> int:
-    from .. import bench_maxsim
-    return _bench(args, bench_maxsim, lambda conn: bench_maxsim.run_maxsim(
+    from ..bench import maxsim
+    return _bench(args, maxsim, lambda conn: maxsim.run_maxsim(
         conn, chunks=args.chunks, tokens=args.tokens, dims=args.dims, query_tokens=args.query_tokens,
         top_ns=tuple(args.top_n), queries=args.queries))
 
 
 def cmd_bench_reembed(args: argparse.Namespace) -> int:
-    from .. import bench_reembed
-    return _bench(args, bench_reembed, lambda conn: bench_reembed.run_reembed(
+    from ..bench import reembed
+    return _bench(args, reembed, lambda conn: reembed.run_reembed(
         conn, Path(args.dataset), dims=args.dims, batch_size=args.batch_size, keep=args.keep))
 
 
 def cmd_bench_pages(args: argparse.Namespace) -> int:
-    from .. import bench_pages
-    return _bench(args, bench_pages, lambda conn: bench_pages.run_pages(conn, Path(args.dataset), queries=args.queries))
+    from ..bench import pages
+    return _bench(args, pages, lambda conn: pages.run_pages(conn, Path(args.dataset), queries=args.queries))
 
 
 def cmd_bench_compare(args: argparse.Namespace) -> int:
-    from .. import bench_compare
+    from ..bench import compare
 
     with common.connect(args) as conn_a, psycopg.connect(args.against, autocommit=True) as conn_b:
-        result = bench_compare.run_compare(conn_a, conn_b, Path(args.dataset), model=args.model,
-                                           rounds=args.rounds)
-    print(json.dumps(result, indent=2) if args.json else bench_compare.format_table(result))
+        result = compare.run_compare(conn_a, conn_b, Path(args.dataset), model=args.model,
+                                     rounds=args.rounds)
+    print(json.dumps(result, indent=2) if args.json else compare.format_table(result))
     return 0
 
 
@@ -290,7 +290,7 @@ def register(sub: Any) -> None:
     q.add_argument("--dataset", required=True, help="BEIR folder with embeddings/<model>/")
     q.add_argument("--dims", type=int, default=256, help="the new space's size (static embedder; default 256)")
     q.add_argument("--batch-size", type=int, default=256, help="chunks per backfill transaction (default 256)")
-    q.add_argument("--keep", action="store_true", help="keep the collection it loads (bench_reembed)")
+    q.add_argument("--keep", action="store_true", help="keep the collection it loads (reembed)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_reembed)
 

@@ -34,9 +34,9 @@ EVAL_ACTIONS = ("run", "history", "sweep")
 # -- golden ------------------------------------------------------------------------
 
 def _ingest_beir(client: Client, collection: str, dataset: Path, model: str | None, language: str) -> None:
-    from .. import bench
+    from ..bench.quality import load_beir
 
-    data = bench.load_beir(dataset, model)
+    data = load_beir(dataset, model)
     try:
         client.get_collection(collection)
     except CollectionNotFound:

@@ -35,14 +35,14 @@ from typing import Any
 
 import psycopg
 
-from . import metrics
+from .. import metrics
+from ..client import Client
+from ..errors import CollectionNotFound, InvalidArgument
+from ..evaluation import covered_chunks, returned_chunks
+from ..ingest import documents_from_folder
+from ..models import Embedder, Hit
 from . import queries as q
-from .bench import read_jsonl, read_qrels
-from .client import Client
-from .errors import CollectionNotFound, InvalidArgument
-from .evaluation import covered_chunks, returned_chunks
-from .ingest import documents_from_folder
-from .models import Embedder, Hit
+from .quality import read_jsonl, read_qrels
 
 SIZES = (64, 128)
 # parent_return with the merge_threshold it runs at (auto at the default 0.5, and stricter).
@@ -172,7 +172,7 @@ def run_structure(conn: psycopg.Connection[Any], dataset: Path, *, sizes: tuple[
                   max_questions: int | None = None, embedder: Embedder | None = None,
                   keep: bool = False) -> dict[str, Any]:
     if embedder is None:
-        from .embed import LocalEmbedder
+        from ..embed import LocalEmbedder
         embedder = LocalEmbedder()
     articles, questions = load_articles(dataset)
     if max_questions is not None and max_questions < len(questions):

@@ -1,19 +1,19 @@
 """Where a search's time goes: `pgsift bench profile --dataset DIR`.
 
-Times, in turn query by query (pgsift.bench_turns), the calls a search is
+Times, in turn query by query (pgsift.bench.turns), the calls a search is
 measured against and pgsift's own, all at match_count 10 (``--match-count``):
 
 * ``raw_ids``: pgvector's query, ``order by embedding <=> q limit k`` through the
   collection's HNSW index (pgsift's own table and index, the collection filter
   inside the walk), walked as the dense leg walks: its ``hnsw.ef_search`` and a
   relaxed-order iterative scan where pgvector has one (the comparable walk: issue
-  33's decision 1; pgsift.bench_peers.RawWalk, set around these two calls only);
+  33's decision 1; pgsift.bench.peers.RawWalk, set around these two calls only);
 * ``raw_hits``: the same walk joined to what a hit needs (the chunk's text, its
   document's title, uri and metadata): the comparable raw query;
 * ``dense``, ``lexical``, ``hybrid``: ``sift.search`` with the collection's knobs
   (dense: ``{"hybrid": false}``; lexical: no embedding), every row fetched;
 * ``supabase_hybrid``: Supabase's documented ``hybrid_search`` on a plain copy of
-  the chunks (pgsift.bench_peers), at the session's HNSW settings, as deployed;
+  the chunks (pgsift.bench.peers), at the session's HNSW settings, as deployed;
 * ``hybrid_client``: the hybrid search through ``Client.search`` (what a Python
   caller sees: its rows as dataclasses).
 
@@ -38,12 +38,13 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import bench_peers, bench_turns
+from ..client import Client
+from ..errors import InvalidArgument
+from ..vectors import vector_text
+from . import peers as bench_peers
 from . import queries as q
-from .bench import _percentile, load_beir, load_collection
-from .client import Client
-from .errors import InvalidArgument
-from .models import vector_text
+from . import turns as bench_turns
+from .quality import _percentile, load_beir, load_collection
 
 MODES = ("dense", "lexical", "hybrid")
 # The leg functions a search's time is split by: what runs inside them is the legs'. In each

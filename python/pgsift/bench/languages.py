@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from . import metrics
-from .bench import _pick_model, read_jsonl, read_qrels
-from .client import Client
-from .errors import CollectionNotFound, InvalidArgument
-from .models import Chunk, Document, Hit
+from .. import metrics
+from ..client import Client
+from ..errors import CollectionNotFound, InvalidArgument
+from ..models import Chunk, Document, Hit
+from .quality import _pick_model, read_jsonl, read_qrels
 
 TOP_K = 10
 SAMPLE = 1000

@@ -24,12 +24,12 @@ from typing import Any
 
 import psycopg
 
-from . import metrics
-from .bench import read_jsonl
-from .client import Client
-from .enrich import Enrichment
-from .errors import CollectionNotFound
-from .models import Chunk, Document, embedding_text
+from .. import metrics
+from ..client import Client
+from ..enrich import Enrichment
+from ..errors import CollectionNotFound
+from ..models import Chunk, Document, embedding_text
+from .quality import read_jsonl
 
 POLICIES = ("off", "embedding", "vectors", "both")
 
@@ -72,7 +72,7 @@ def _stored_bytes(conn: psycopg.Connection[Any], collection: str) -> int:
 def run_questions(conn: psycopg.Connection[Any], dataset: Path, *, embedder: Any = None,
                   keep: bool = False) -> dict[str, Any]:
     if embedder is None:
-        from .embed import LocalEmbedder
+        from ..embed import LocalEmbedder
         embedder = LocalEmbedder()
     paragraphs, by_paragraph = _load(dataset)
     indexed: dict[str, list[str]] = {}

@@ -15,8 +15,8 @@ from typing import Any
 
 import psycopg
 
-from .bench import load_beir, load_collection
-from .client import Client
+from ..client import Client
+from .quality import load_beir, load_collection
 
 CASES = ("search 10", "search 100", "page 1 of 10", "page 5 of 10")
 

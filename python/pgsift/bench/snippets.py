@@ -14,8 +14,8 @@ from typing import Any
 
 import psycopg
 
-from .bench import load_beir, load_collection
-from .client import Client
+from ..client import Client
+from .quality import load_beir, load_collection
 
 MODES = (None, "text", "html")
 MATCH_COUNTS = (10, 50)

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ..vectors import vector_text
 from . import queries
-from .bench import load_beir
-from .models import vector_text
+from .quality import load_beir
 
 MODES = ("hybrid", "dense", "lexical")
 

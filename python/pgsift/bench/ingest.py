@@ -23,10 +23,12 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from . import queries, vectors
-from .bench import read_jsonl
-from .client import Client
-from .models import Chunk, Document
+from .. import vectors
+from ..client import Client
+from ..models import Chunk, Document
+from ..queries import VECTOR_SCHEMA
+from . import queries
+from .quality import read_jsonl
 
 TENANT = "pgsift-bench"
 # Shape name -> chunks per document (None: all N chunks in one document).
@@ -120,7 +122,7 @@ def run_transfer(conn: psycopg.Connection[Any], count: int = 5000, dims: int = 3
     rng = np.random.default_rng(0)
     values = rng.normal(size=(count, dims)).astype(np.float32)
     values /= np.linalg.norm(values, axis=1, keepdims=True)
-    schema = conn.execute(queries.VECTOR_SCHEMA, prepare=False).fetchone()
+    schema = conn.execute(VECTOR_SCHEMA, prepare=False).fetchone()
     if schema is None or not vectors.adapt(conn):
         raise ValueError("pgvector is not installed in this database")
     text_query = queries.BENCH_TRANSFER_TEXT.replace("{vector}", f"{schema[0]}.vector")

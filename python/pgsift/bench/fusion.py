@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from . import metrics, queries
-from .bench import BeirDataset, load_beir, load_collection
-from .client import Client
+from .. import metrics
+from ..client import Client
+from . import queries
+from .quality import BeirDataset, load_beir, load_collection
 
 WEIGHTS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 RRF_KS = (1, 3, 5, 10, 30, 60)

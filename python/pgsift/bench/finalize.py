@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ..client import Client
+from ..models import Chunk, Document
 from . import queries
-from .client import Client
-from .models import Chunk, Document
 
 TENANT = "pgsift-bench"
 CONFIGS: dict[str, dict[str, Any]] = {

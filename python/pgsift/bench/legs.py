@@ -21,9 +21,10 @@ from typing import Any, TypeVar
 import numpy as np
 import psycopg
 
-from . import metrics, queries
-from .bench import BeirDataset, load_beir, load_collection
-from .client import Client
+from .. import metrics
+from ..client import Client
+from . import queries
+from .quality import BeirDataset, load_beir, load_collection
 
 COLLECTION = "bench_legs"
 SPACE = "second"

@@ -22,10 +22,10 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ..client import Client
+from ..vectors import vector_text
 from . import queries as q
-from .bench_scale import DIMS, Corpus, load
-from .client import Client
-from .models import vector_text
+from .scale import DIMS, Corpus, load
 
 SIZES = (1_000, 2_000, 5_000, 7_500, 10_000, 20_000)
 COLLECTION = "bench_exact"

@@ -8,7 +8,7 @@ in the same run), the dense leg and the whole hybrid search, beside raw
 pgvector (`order by embedding <=> q limit 40`, at pgvector's ef_search 40 and
 at the dense leg's, hnsw_ef_search) and the peers' SQL (Supabase's
 hybrid_search, full text ranked by ts_rank_cd) over a view of the same chunks
-(pgsift.bench_peers), all in turn query by query, each p50 also as a ratio of
+(pgsift.bench.peers), all in turn query by query, each p50 also as a ratio of
 raw pgvector's. Also reports
 ingest throughput with statistics maintenance on, and the storage BM25 adds
 next to the plain tsvector + GIN baseline.
@@ -28,10 +28,12 @@ import numpy.typing as npt
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import bench_peers, bench_plain, bench_turns
+from ..client import BATCH_DOCUMENTS, Client
+from ..models import Chunk, Document
+from . import peers as bench_peers
+from . import plain as bench_plain
 from . import queries as q
-from .client import BATCH_DOCUMENTS, Client
-from .models import Chunk, Document
+from . import turns as bench_turns
 
 DIMS = 384
 VOCAB = 500_000          # Zipf-Mandelbrot over a finite vocabulary: P(r) ~ (r + 2.7)^-1.1
@@ -254,7 +256,7 @@ def _ingest(conn: psycopg.Connection[Any], seed: int, chunks: int, documents: li
             one_by_one: list[Document], plain: bool) -> dict[str, Any]:
     """With `plain`, the same rows into a plain table (bulk, as build loads them);
     then the live writes (_live), into pgsift and the plain table in turn, every
-    index live (pgsift.bench_plain)."""
+    index live (pgsift.bench.plain)."""
     out: dict[str, Any] = {}
     try:
         if plain:

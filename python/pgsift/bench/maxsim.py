@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from .client import Client
-from .errors import CollectionNotFound
-from .models import Chunk, Document
+from ..client import Client
+from ..errors import CollectionNotFound
+from ..models import Chunk, Document
 
 WORDS = ["refund", "parcel", "invoice", "lunch", "holiday", "laptop", "badge", "printer", "salary", "travel"]
 DENSE_DIMS = 64

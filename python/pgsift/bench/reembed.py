@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from . import metrics
-from .bench import load_beir, load_collection
-from .client import Client
-from .embed import StaticEmbedder
+from .. import metrics
+from ..client import Client
+from ..embed import StaticEmbedder
+from .quality import load_beir, load_collection
 
 PHASES = ("before", "backfill", "switched", "moved", "dropped")
 

@@ -26,9 +26,10 @@ from typing import Any
 
 import psycopg
 
+from ..queries import VECTOR_SCHEMA
+from ..schema import with_vector_schema
+from ..vectors import vector_text
 from . import queries as q
-from .models import vector_text
-from .schema import with_vector_schema
 
 MODES = ("pgvector_hnsw", "fts_ts_rank_cd", "supabase_hybrid")
 _SQL = {"pgvector_hnsw": q.PEERS_PGVECTOR, "fts_ts_rank_cd": q.PEERS_TS_RANK_CD, "supabase_hybrid": q.PEERS_SUPABASE}
@@ -43,7 +44,7 @@ class PeersUnavailable(RuntimeError):
 
 def vector_schema(conn: psycopg.Connection[Any]) -> str:
     """pgvector's schema, quoted (PeersUnavailable without pgvector)."""
-    row = conn.execute(q.VECTOR_SCHEMA, prepare=False).fetchone()
+    row = conn.execute(VECTOR_SCHEMA, prepare=False).fetchone()
     if row is None:
         raise PeersUnavailable("pgvector is not installed in this database")
     return str(row[0])
@@ -145,7 +146,7 @@ class RawWalk:
     and, where pgvector has iterative scans, a relaxed-order one, as the leg walks; ``end`` puts
     back the session's own (as they were when made), so what runs next walks with those:
     Supabase's function at its defaults (sift.search sets and restores its own). ``hooks``:
-    both, for bench_turns.in_turn's ``around``."""
+    both, for turns.in_turn's ``around``."""
 
     def __init__(self, conn: psycopg.Connection[Any], ef: int):
         self.conn = conn

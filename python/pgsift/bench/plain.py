@@ -1,7 +1,7 @@
 """The plain table beside pgsift's ingest (``pgsift bench scale``): the same chunks,
 written the same way, into the table anyone would make without pgsift.
 
-The table (``pgsift_peers.plain_chunks``, in bench_peers' schema, made anew and
+The table (``pgsift_peers.plain_chunks``, in the peers' schema, made anew and
 dropped after) holds what the peers index: the text, a stored english tsvector
 with GIN, the vector with pgvector HNSW for cosine (default build options, as
 pgsift's), and the document each row belongs to. ``bulk`` loads it as bench
@@ -21,12 +21,13 @@ from typing import Any
 
 import psycopg
 
-from . import bench_peers, vectors
+from .. import vectors
+from ..models import Document
+from . import peers as bench_peers
 from . import queries as q
-from .models import Document
 
 # COPY binary of rows [start, start + count) as (document_id, ordinal, content, embedding): the
-# same rows pgsift's load wrote, in the same format (bench_scale.copy_rows).
+# same rows pgsift's load wrote, in the same format (scale.copy_rows).
 Source = Callable[[int, int], bytes]
 
 

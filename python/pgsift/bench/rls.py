@@ -23,10 +23,11 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..client import Client
+from ..queries import VECTOR_SCHEMA
 from . import queries
-from .bench import corpus_documents, load_beir
-from .bench_finalize import time_in_turns
-from .client import Client
+from .finalize import time_in_turns
+from .quality import corpus_documents, load_beir
 
 TENANT = "pgsift-bench-rls"
 MODES = ("dense", "lexical", "hybrid")
@@ -48,7 +49,7 @@ def _dense_plan(conn: psycopg.Connection[Any], role: str, collection_id: int, di
     assert statement is not None
     with conn.transaction():
         conn.execute(sql.SQL("set local role {}").format(sql.Identifier(role)), prepare=False)
-        schema = conn.execute(queries.VECTOR_SCHEMA, prepare=False).fetchone()
+        schema = conn.execute(VECTOR_SCHEMA, prepare=False).fetchone()
         assert schema is not None
         conn.execute(sql.SQL("prepare pgsift_bench_leg({}.vector, bigint[], jsonb, integer) as {}").format(
             sql.SQL(schema[0]), sql.SQL(statement[0])), prepare=False)

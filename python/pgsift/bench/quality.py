@@ -4,7 +4,7 @@
 precomputed embeddings, writes every corpus document into a fresh collection
 (one document, one chunk), and runs each test query three ways through
 ``sift.search``: dense only, lexical only, and hybrid (weighted RRF); then the
-peers' SQL on a plain copy of the same chunks (pgsift.bench_peers: pgvector
+peers' SQL on a plain copy of the same chunks (pgsift.bench.peers: pgvector
 HNSW, full text by ts_rank_cd, Supabase's hybrid_search), each latency also as a
 ratio of pgvector's. The dataset is read from its path; nothing of it is copied.
 
@@ -32,10 +32,13 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from . import bench_peers, bench_turns, metrics, queries
-from .client import Client
-from .errors import CollectionNotFound, InvalidArgument
-from .models import Chunk, Document
+from .. import metrics
+from ..client import Client
+from ..errors import CollectionNotFound, InvalidArgument
+from ..models import Chunk, Document
+from . import peers as bench_peers
+from . import queries
+from . import turns as bench_turns
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +230,7 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
     source_uri. Reported per mode: mean nDCG@top_k and recall@depth over the queries,
     and p50 / p95 latency in ms of the client call (perf_counter, after one untimed
     warm-up search per mode). With ``peers_too`` the peers' SQL runs too
-    (:mod:`pgsift.bench_peers`; skipped with the reason where it cannot run), and every
+    (:mod:`pgsift.bench.peers`; skipped with the reason where it cannot run), and every
     p50 is also a ratio of pgvector's. Every mode and peer runs in turn on each query,
     in an order rotated from query to query, so all are timed under the same load.
     """
@@ -395,5 +398,5 @@ def format_table(result: dict[str, Any]) -> str:
         out.append(f"peers skipped: {result['peers_skipped']}")
     if "peer_rows" in result:
         out.append("pgvector_hnsw, fts_ts_rank_cd, supabase_hybrid: the peers' SQL on a plain copy of the "
-                   f"{result['peer_rows']:,} chunks (pgsift.bench_peers); supabase_hybrid returns at most 30 rows")
+                   f"{result['peer_rows']:,} chunks (pgsift.bench.peers); supabase_hybrid returns at most 30 rows")
     return "\n".join(out)
