@@ -4,8 +4,10 @@ A golden set belongs to one collection. Each question either has positives
 (the chunks that answer it, graded) or is marked as having no answer in the
 collection. A positive keeps its text as well as its chunk id, so after a
 re-chunk or a re-ingest (which gives chunks new ids) ``rebind`` finds the
-chunk that now holds the text verbatim, and reports every positive it could
-not bind instead of guessing.
+chunk that now holds the text (whitespace aside; where it starts when the new
+chunks split it), makes a positive given by its document every chunk the
+document has now, and reports every positive it could not bind instead of
+guessing.
 
 Everything here runs through the public Client: its own SQL (pgsift.queries)
 inside ``client.transaction()``, so the tenant is the client's and errors are
@@ -117,7 +119,8 @@ class StoredQuestion:
 
 @dataclass(frozen=True)
 class StoredPositive:
-    """A positive as stored; source_uri is the document its chunk is in now (as stored when unbound)."""
+    """A positive as stored; source_uri is the document its chunk is in now (as stored when unbound);
+    whole_document: one of the rows of a positive given by its document alone (one per chunk)."""
 
     positive_id: int
     question_id: int
@@ -125,6 +128,7 @@ class StoredPositive:
     source_uri: str | None
     content: str
     grade: int
+    whole_document: bool = False
 
 
 @dataclass(frozen=True)
@@ -430,11 +434,15 @@ def _positive_rows(conn: psycopg.Connection[Any], collection: str, questions: li
         rows: dict[tuple[Any, ...], PositiveRow] = {}
 
         def add(chunk_id: int | None, source_uri: str | None, content: str, grade: int,
-                rows: dict[tuple[Any, ...], PositiveRow] = rows) -> None:
+                whole_document: bool = False, rows: dict[tuple[Any, ...], PositiveRow] = rows) -> None:
             key = (chunk_id, content) if chunk_id is not None else (None, source_uri, content)
-            if key not in rows or rows[key]["grade"] < grade:
-                rows[key] = {"chunk_id": chunk_id, "source_uri": source_uri, "content": content,
-                             "grade": grade}
+            if key in rows:
+                # (the document's row, when the same chunk is also given by id or text)
+                whole_document = rows[key]["whole_document"] = whole_document or rows[key]["whole_document"]
+                if rows[key]["grade"] >= grade:
+                    return
+            rows[key] = {"chunk_id": chunk_id, "source_uri": source_uri, "content": content,
+                         "grade": grade, "whole_document": whole_document}
 
         for p in question.positives:
             text = p.text if p.text and p.text.strip() else None
@@ -450,10 +458,12 @@ def _positive_rows(conn: psycopg.Connection[Any], collection: str, questions: li
                 # collection, a re-chunked one) that does not hold it is ignored.
                 add(None, p.source_uri, text, p.grade)      # bound by rebind, below
             elif p.source_uri is not None and p.source_uri in of_doc:
+                # The document itself: rebind makes it every chunk the document has then.
                 for chunk_id, content in of_doc[p.source_uri]:
-                    add(chunk_id, p.source_uri, content, p.grade)
+                    add(chunk_id, p.source_uri, content, p.grade, whole_document=True)
             elif p.source_uri is not None and fallback_text.get(p.source_uri, "").strip():
-                add(None, p.source_uri, fallback_text[p.source_uri], p.grade)   # reported unbound
+                add(None, p.source_uri, fallback_text[p.source_uri], p.grade,     # reported unbound
+                    whole_document=True)
             elif skip_missing and p.source_uri is not None:
                 skipped.append((question.key, p.source_uri))
             else:
@@ -524,9 +534,11 @@ def _rebind(conn: psycopg.Connection[Any], params: dict[str, Any]) -> list[Bindi
 
 
 def rebind(client: Client, collection: str, name: str | None = None) -> RebindReport:
-    """Bind every positive of the set to the chunk that now holds its text verbatim
-    (sift.rebind_golden_set); positives no chunk holds, or that several documents
-    hold, are left unbound and listed in the report."""
+    """Bind every positive of the set to the chunk that holds its text now, whatever the
+    chunking (sift.rebind_golden_set): compared whitespace aside, split text bound to the
+    chunk it starts in, a positive given by its document alone made every chunk the
+    document has now. Positives whose text is gone, or that several documents hold, are
+    left unbound and listed in the report."""
     name = get_golden_set(client, collection, name).name
     with client.transaction() as conn:
         bindings = _rebind(conn, {"collection": collection, "name": name})
@@ -546,13 +558,30 @@ def export_golden_set(client: Client, collection: str, name: str | None = None, 
     for qu in questions:
         line: dict[str, Any] = {"id": qu.question_key, "question": qu.question, "answerable": qu.answerable}
         if qu.answerable:
-            line["positives"] = [{"text": p.content, "chunk_id": p.chunk_id, "source_uri": p.source_uri,
-                                  "grade": p.grade} for p in positives.get(qu.question_id, [])]
+            line["positives"] = _exported(positives.get(qu.question_id, []))
         if qu.metadata:
             line["metadata"] = qu.metadata
         if with_embeddings and qu.embedding is not None:
             line["embedding"] = [float(x) for x in qu.embedding]
         yield line
+
+
+def _exported(positives: list[StoredPositive]) -> list[dict[str, Any]]:
+    """A question's positives as JSONL objects. A document given alone is written once, by its
+    source_uri, while it is in the collection (imported again, it is its chunks then); else, and
+    for the others, each row's text, chunk id, source_uri and grade."""
+    bound = {p.source_uri for p in positives if p.whole_document and p.chunk_id is not None}
+    documents: dict[str | None, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for p in positives:
+        if p.whole_document and p.source_uri in bound:
+            if p.source_uri not in documents:
+                documents[p.source_uri] = {"source_uri": p.source_uri, "grade": p.grade}
+                out.append(documents[p.source_uri])
+            documents[p.source_uri]["grade"] = max(documents[p.source_uri]["grade"], p.grade)
+            continue
+        out.append({"text": p.content, "chunk_id": p.chunk_id, "source_uri": p.source_uri, "grade": p.grade})
+    return out
 
 
 def write_jsonl(lines: Iterable[Mapping[str, Any]], out: IO[str]) -> int:

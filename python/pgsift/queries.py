@@ -506,9 +506,9 @@ returning question_id
 """
 
 INSERT_POSITIVE = """
-insert into sift.golden_positives (question_id, chunk_id, source_uri, content, grade)
+insert into sift.golden_positives (question_id, chunk_id, source_uri, content, grade, whole_document)
 values (%(question_id)s::bigint, %(chunk_id)s::bigint, %(source_uri)s::text, %(content)s::text,
-        %(grade)s::integer)
+        %(grade)s::integer, %(whole_document)s::boolean)
 """
 
 # Chunks of the collection by id (a positive given by chunk_id).
@@ -555,7 +555,7 @@ order by q.question_id
 # when it is unbound).
 POSITIVES = """
 select p.positive_id, p.question_id, p.chunk_id, coalesce(d.source_uri, p.source_uri) as source_uri,
-       p.content, p.grade
+       p.content, p.grade, p.whole_document
 from sift.golden_positives p
 join sift.golden_questions q on q.question_id = p.question_id
 left join sift.chunks k on k.chunk_id = p.chunk_id

@@ -67,8 +67,8 @@ def _print_unbound(report: golden.RebindReport, limit: int = 20) -> None:
     unbound = report.unbound
     if not unbound:
         return
-    print(f"{len(unbound)} positive(s) not bound to any chunk (no chunk holds the text verbatim, "
-          "or several documents do):")
+    print(f"{len(unbound)} positive(s) not bound to any chunk (the text is gone, "
+          "or several documents hold it):")
     rows = [[b.positive_id, b.question_key, b.status, b.source_uri] for b in unbound[:limit]]
     print(table(rows, ["positive", "question", "status", "source_uri"]))
     if len(unbound) > limit:
