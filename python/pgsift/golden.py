@@ -275,12 +275,12 @@ def beir_questions(dataset: Path | str, *, split: str = "test", model: str | Non
     come along when the folder has ``embeddings/<model>/``; without that folder the
     questions are imported without vectors (the evaluating client embeds them).
     """
-    from . import bench
+    from .beir import load_beir
 
     dataset = Path(dataset)
     vectors: Sequence[Any]
     if (dataset / "embeddings").is_dir():
-        data = bench.load_beir(dataset, model, split=split)
+        data = load_beir(dataset, model, split=split)
         keys, texts, qrels = data.query_ids, data.query_texts, data.qrels
         vectors = list(data.query_embeddings)
         corpus = {doc_id: _beir_chunk_text(data.titles[i], data.texts[i])
@@ -316,9 +316,9 @@ def _beir_chunk_text(title: str, text: str) -> str:
 def beir_documents(dataset: Path | str, *, model: str | None = None) -> Iterator[Document]:
     """A BEIR corpus as pgsift Documents, the way pgsift.bench ingests it: one document per
     corpus entry (source_uri = ``_id``), one chunk (its text) with the precomputed vector."""
-    from . import bench
+    from .beir import load_beir
 
-    data = bench.load_beir(Path(dataset), model)
+    data = load_beir(Path(dataset), model)
     for i, doc_id in enumerate(data.doc_ids):
         yield Document(source_uri=doc_id, title=data.titles[i] or None,
                        chunks=[Chunk(content=_beir_chunk_text(data.titles[i], data.texts[i]),

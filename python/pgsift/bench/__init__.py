@@ -6,17 +6,8 @@ loads none of it. The figures are in bench/README.md.
 The quality benchmark's names stand here too, as they did in the one module it was.
 """
 
-from .quality import (
-    MODES,
-    BeirDataset,
-    corpus_documents,
-    format_table,
-    load_beir,
-    load_collection,
-    read_jsonl,
-    read_qrels,
-    run_quality,
-)
+from ..beir import BeirDataset, corpus_documents, load_beir, read_jsonl, read_qrels
+from .quality import MODES, format_table, load_collection, run_quality
 
 __all__ = ["MODES", "BeirDataset", "corpus_documents", "format_table", "load_beir", "load_collection",
            "read_jsonl", "read_qrels", "run_quality"]

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ..beir import load_beir
 from ..vectors import vector_text
 from . import queries
-from .quality import load_beir
 
 MODES = ("hybrid", "dense", "lexical")
 

@@ -21,9 +21,10 @@ import numpy as np
 import psycopg
 
 from .. import metrics
+from ..beir import BeirDataset, load_beir
 from ..client import Client
 from . import queries
-from .quality import BeirDataset, load_beir, load_collection
+from .quality import load_collection
 
 WEIGHTS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 RRF_KS = (1, 3, 5, 10, 30, 60)

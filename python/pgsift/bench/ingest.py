@@ -24,11 +24,11 @@ import numpy as np
 import psycopg
 
 from .. import vectors
+from ..beir import read_jsonl
 from ..client import Client
 from ..models import Chunk, Document
 from ..queries import VECTOR_SCHEMA
 from . import queries
-from .quality import read_jsonl
 
 TENANT = "pgsift-bench"
 # Shape name -> chunks per document (None: all N chunks in one document).

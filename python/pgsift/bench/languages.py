@@ -39,10 +39,10 @@ import numpy as np
 import psycopg
 
 from .. import metrics
+from ..beir import _pick_model, read_jsonl, read_qrels
 from ..client import Client
 from ..errors import CollectionNotFound, InvalidArgument
 from ..models import Chunk, Document, Hit
-from .quality import _pick_model, read_jsonl, read_qrels
 
 TOP_K = 10
 SAMPLE = 1000

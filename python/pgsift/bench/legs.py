@@ -22,9 +22,10 @@ import numpy as np
 import psycopg
 
 from .. import metrics
+from ..beir import BeirDataset, load_beir
 from ..client import Client
 from . import queries
-from .quality import BeirDataset, load_beir, load_collection
+from .quality import load_collection
 
 COLLECTION = "bench_legs"
 SPACE = "second"

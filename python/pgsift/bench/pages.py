@@ -15,8 +15,9 @@ from typing import Any
 
 import psycopg
 
+from ..beir import load_beir
 from ..client import Client
-from .quality import load_beir, load_collection
+from .quality import load_collection
 
 CASES = ("search 10", "search 100", "page 1 of 10", "page 5 of 10")
 

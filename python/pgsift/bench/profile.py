@@ -38,13 +38,14 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ..beir import load_beir
 from ..client import Client
 from ..errors import InvalidArgument
 from ..vectors import vector_text
 from . import peers as bench_peers
 from . import queries as q
 from . import turns as bench_turns
-from .quality import _percentile, load_beir, load_collection
+from .quality import _percentile, load_collection
 
 MODES = ("dense", "lexical", "hybrid")
 # The leg functions a search's time is split by: what runs inside them is the legs'. In each

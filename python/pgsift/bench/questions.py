@@ -25,11 +25,11 @@ from typing import Any
 import psycopg
 
 from .. import metrics
+from ..beir import read_jsonl
 from ..client import Client
 from ..enrich import Enrichment
 from ..errors import CollectionNotFound
 from ..models import Chunk, Document, embedding_text
-from .quality import read_jsonl
 
 POLICIES = ("off", "embedding", "vectors", "both")
 

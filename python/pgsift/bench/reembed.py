@@ -21,9 +21,10 @@ import numpy as np
 import psycopg
 
 from .. import metrics
+from ..beir import load_beir
 from ..client import Client
 from ..embed import StaticEmbedder
-from .quality import load_beir, load_collection
+from .quality import load_collection
 
 PHASES = ("before", "backfill", "switched", "moved", "dropped")
 

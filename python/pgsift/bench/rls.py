@@ -23,11 +23,11 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..beir import corpus_documents, load_beir
 from ..client import Client
 from ..queries import VECTOR_SCHEMA
 from . import queries
 from .finalize import time_in_turns
-from .quality import corpus_documents, load_beir
 
 TENANT = "pgsift-bench-rls"
 MODES = ("dense", "lexical", "hybrid")

@@ -14,8 +14,9 @@ from typing import Any
 
 import psycopg
 
+from ..beir import load_beir
 from ..client import Client
-from .quality import load_beir, load_collection
+from .quality import load_collection
 
 MODES = (None, "text", "html")
 MATCH_COUNTS = (10, 50)

@@ -36,13 +36,13 @@ from typing import Any
 import psycopg
 
 from .. import metrics
+from ..beir import read_jsonl, read_qrels
 from ..client import Client
 from ..errors import CollectionNotFound, InvalidArgument
 from ..evaluation import covered_chunks, returned_chunks
 from ..ingest import documents_from_folder
 from ..models import Embedder, Hit
 from . import queries as q
-from .quality import read_jsonl, read_qrels
 
 SIZES = (64, 128)
 # parent_return with the merge_threshold it runs at (auto at the default 0.5, and stricter).

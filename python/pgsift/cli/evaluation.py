@@ -34,7 +34,7 @@ EVAL_ACTIONS = ("run", "history", "sweep")
 # -- golden ------------------------------------------------------------------------
 
 def _ingest_beir(client: Client, collection: str, dataset: Path, model: str | None, language: str) -> None:
-    from ..bench.quality import load_beir
+    from ..beir import load_beir
 
     data = load_beir(dataset, model)
     try:
