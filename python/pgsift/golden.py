@@ -49,6 +49,7 @@ from psycopg.rows import class_row
 
 from . import calls
 from . import queries as q
+from .beir import load_beir, read_qrels
 from .client import Client
 from .errors import DimensionMismatch, GoldenSetExists, GoldenSetNotFound, InvalidArgument
 from .models import Chunk, Document
@@ -246,24 +247,6 @@ def read_jsonl(path: Path | str) -> tuple[dict[str, Any], list[Question]]:
     return header, questions
 
 
-def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """A BEIR qrels TSV (header line, then query-id, corpus-id, score)."""
-    qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) < 3 or not line.strip():
-                continue
-            try:
-                score = int(float(fields[2]))
-            except ValueError:
-                if line_no == 1:
-                    continue
-                raise InvalidArgument(f"{path}:{line_no}: score {fields[2]!r} is not a number") from None
-            qrels.setdefault(fields[0], {})[fields[1]] = score
-    return qrels
-
-
 def beir_questions(dataset: Path | str, *, split: str = "test", model: str | None = None
                    ) -> tuple[list[Question], dict[str, str], str]:
     """The questions of a BEIR folder's split: (questions, fallback text per judged
@@ -275,8 +258,6 @@ def beir_questions(dataset: Path | str, *, split: str = "test", model: str | Non
     come along when the folder has ``embeddings/<model>/``; without that folder the
     questions are imported without vectors (the evaluating client embeds them).
     """
-    from .beir import load_beir
-
     dataset = Path(dataset)
     vectors: Sequence[Any]
     if (dataset / "embeddings").is_dir():
@@ -291,7 +272,7 @@ def beir_questions(dataset: Path | str, *, split: str = "test", model: str | Non
         missing = [str(p.relative_to(dataset)) for p in needed if not p.is_file()]
         if not dataset.is_dir() or missing:
             raise InvalidArgument(f"{dataset} is not a BEIR folder: missing {', '.join(missing) or 'it all'}")
-        all_qrels = _read_qrels(needed[2])
+        all_qrels = read_qrels(needed[2])
         qrels = {qid: judged for qid, judged in all_qrels.items() if any(s > 0 for s in judged.values())}
         rows = [r for _where, r in _json_lines(needed[1]) if str(r["_id"]) in qrels]
         keys, texts = [str(r["_id"]) for r in rows], [r.get("text") or "" for r in rows]
@@ -316,8 +297,6 @@ def _beir_chunk_text(title: str, text: str) -> str:
 def beir_documents(dataset: Path | str, *, model: str | None = None) -> Iterator[Document]:
     """A BEIR corpus as pgsift Documents, the way pgsift.bench ingests it: one document per
     corpus entry (source_uri = ``_id``), one chunk (its text) with the precomputed vector."""
-    from .beir import load_beir
-
     data = load_beir(Path(dataset), model)
     for i, doc_id in enumerate(data.doc_ids):
         yield Document(source_uri=doc_id, title=data.titles[i] or None,

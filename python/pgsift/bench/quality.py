@@ -8,13 +8,7 @@ peers' SQL on a plain copy of the same chunks (pgsift.bench.peers: pgvector
 HNSW, full text by ts_rank_cd, Supabase's hybrid_search), each latency also as a
 ratio of pgvector's. The dataset is read from its path; nothing of it is copied.
 
-Layout read by :func:`pgsift.beir.load_beir`::
-
-    DIR/corpus.jsonl                       {"_id", "title", "text"} per line
-    DIR/queries.jsonl                      {"_id", "text"} per line
-    DIR/qrels/test.tsv                     header line, then query-id, corpus-id, score
-    DIR/embeddings/<model>/corpus.npy      row i = line i of corpus.jsonl
-    DIR/embeddings/<model>/queries.npy     row i = line i of queries.jsonl
+The folder's layout: :mod:`pgsift.beir`.
 """
 
 from __future__ import annotations
