@@ -210,10 +210,78 @@ begin
         execute pg_catalog.format('alter extension pgsift drop function %s', walk);
     end if;
     execute pg_catalog.format('drop function if exists %s', walk);
+    perform sift._make_call_walk();
 end;
 $$;
 comment on function sift._drop_walk(regprocedure) is
     'Internal, writes: drops a walk function (sift._ensure_walks) whose index is gone.';
+
+
+create or replace function sift._call_walk(
+    walk text, query @extschema:vector@.vector, collection_ids bigint[], fpath jsonpath, n integer,
+    space_id bigint, out ids bigint[], out dists double precision[], out walked boolean)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Made again, with a branch per walk function, by sift._make_call_walk.
+    walked := false;
+end;
+$$;
+comment on function sift._call_walk(text, @extschema:vector@.vector, bigint[], jsonpath, integer, bigint) is
+    'Internal, remade by sift._make_call_walk: calls the walk function named walk (sift._walk_name) '
+    'by a static call, planned once a session (walked false when it knows no such walk).';
+
+
+create or replace function sift._make_call_walk()
+returns boolean
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    body text;
+begin
+    -- sift._dense_ids called a walk function through EXECUTE, which parsed
+    -- and planned the call on every search (~0.06 ms of a 1 ms walk). A
+    -- PL/pgSQL branch per walk function there is (a static call: its plan
+    -- is kept for the session) makes the call free; remade whenever a walk
+    -- function is made or dropped (sift._ensure_walks, sift._drop_walk), and
+    -- a walk missing meanwhile is never called (sift._dense_ids checks).
+    select E'\nbegin\n    walked := true;\n'
+           || coalesce(pg_catalog.string_agg(pg_catalog.format(
+                  E'    %s walk = %L then\n'
+                  || E'        select w.ids, w.dists into ids, dists\n'
+                  || E'        from sift.%I(query, collection_ids, fpath, n, space_id) w;\n',
+                  case when x.o = 1 then 'if' else 'elsif' end, x.name, x.name), '' order by x.o)
+              || E'    else\n        walked := false;\n    end if;\n',
+              E'    walked := false;\n')
+           || E'end;\n'
+    into body
+    from (select p.proname::text as name, pg_catalog.row_number() over (order by p.proname) as o
+          from pg_catalog.pg_proc p
+          where p.pronamespace = 'sift'::pg_catalog.regnamespace
+            and p.proname ~ '^_walk_(chunks|vectors)_'
+            and p.pronargs = 5 and p.proargtypes[0] = '@extschema:vector@.vector'::pg_catalog.regtype
+            and p.proargtypes[1] = 'bigint[]'::pg_catalog.regtype and p.proargtypes[2] = 'jsonpath'::pg_catalog.regtype
+            and p.proargtypes[3] = 'integer'::pg_catalog.regtype and p.proargtypes[4] = 'bigint'::pg_catalog.regtype) x;
+    if exists (select 1 from pg_catalog.pg_proc p
+               where p.oid = 'sift._call_walk(text, @extschema:vector@.vector, bigint[], jsonpath, integer, bigint)'
+                             ::pg_catalog.regprocedure
+                 and p.prosrc = body) then
+        return false;
+    end if;
+    -- create or replace keeps the function's grants, comment and extension membership.
+    execute pg_catalog.format(
+        'create or replace function sift._call_walk(walk text, query @extschema:vector@.vector, '
+        'collection_ids bigint[], fpath jsonpath, n integer, space_id bigint, out ids bigint[], '
+        'out dists double precision[], out walked boolean) '
+        'language plpgsql stable security invoker set search_path = pg_catalog, pg_temp as %L', body);
+    return true;
+end;
+$$;
+comment on function sift._make_call_walk() is
+    'Internal, writes: remakes sift._call_walk with a branch per walk function there is (run by '
+    'sift._ensure_walks and sift._drop_walk, as the tables'' owner); true when it changed.';
 
 
 create or replace function sift._ensure_walks()
@@ -285,6 +353,7 @@ begin
         end if;
         made := made + 1;
     end loop;
+    perform sift._make_call_walk();
     return made;
 end;
 $$;
@@ -306,6 +375,7 @@ declare
     saved_ef text;
     saved_it text;
     walk     text;
+    walked   boolean;
 begin
     -- exact: scan rather than walk (sift._dense_exact); ef_search: the
     -- hnsw_ef_search knob; iterative: pgvector has iterative scans
@@ -322,10 +392,16 @@ begin
         -- The walk's function (sift._ensure_walks) where it exists: planned once
         -- a session; else the statement itself.
         walk := sift._walk_name(dims, metric, space_id is not null, half, own_index);
+        walked := false;
         if pg_catalog.to_regproc('sift.' || walk) is not null then
-            execute pg_catalog.format('select w.ids, w.dists from sift.%I($1, $2, $3, $4, $5) w', walk)
-                into ids, dists
-                using query, collection_ids, fpath, n, space_id;
+            -- By a static call (sift._call_walk), else by name.
+            select c.ids, c.dists, c.walked into ids, dists, walked
+            from sift._call_walk(walk, query, collection_ids, fpath, n, space_id) c;
+            if not walked then
+                execute pg_catalog.format('select w.ids, w.dists from sift.%I($1, $2, $3, $4, $5) w', walk)
+                    into ids, dists
+                    using query, collection_ids, fpath, n, space_id;
+            end if;
         else
             execute pg_catalog.format(sift._dense_ids_sql(),
                                       sift._dense_rows_sql(dims, metric, false, fpath is not null,

@@ -56,52 +56,89 @@ as $$
                           / (knobs.rrf_k + l.r), 0) as s
         from pg_catalog.unnest(dense_ids) with ordinality as d(id, r)
         full join pg_catalog.unnest(lexical_ids) with ordinality as l(id, r) on l.id = d.id
+    ), r as materialized (
+        -- The pool ranked without a row read: by fused score (pool_rank) and
+        -- by place (i: sift._finalize's, where a score under 1e-200 counts as
+        -- 0: its adjusted score, base x boost, which two bases a float step
+        -- apart may share).
+        select b.*, (pg_catalog.row_number() over (order by b.s desc, b.id))::integer as pool_rank,
+               (pg_catalog.row_number() over (order by b.base * knobs.boost desc, b.id))::integer as i
+        from (select f.*, case when f.s < 1e-200 then 0 else f.s end as base from f) b
+    ), t as materialized (
+        -- The first match_count places, each chunk with its document (the
+        -- cap) and page (one translation). A chunk's place, whether it is
+        -- beyond the cap and whether it is another translation of a better
+        -- one's page are decided by the chunks above it: when none of these
+        -- is cut, they are the answer whatever the rest of the pool holds,
+        -- and the rest is never read (a default search's pool is 40-80
+        -- chunks for 10 hits).
+        -- Their text is read here too, once.
+        select r.*, c.document_id as doc, l.lang,
+               case when knobs.one_translation then sift._page_key(d.source_uri, d.metadata, l.lang) end as page,
+               c.ordinal, c.content, c.context, c.section_id, c.token_count, d.source_uri, d.title, d.metadata
+        from r
+        join sift.chunks c on c.chunk_id = r.id
+        join sift.documents d on d.document_id = c.document_id
+        cross join lateral (select sift._language(d.language) as lang) l
+        where r.i <= match_count
+    ), settled as (
+        -- (Every one of them read: a chunk gone would leave a gap in the places.)
+        select (select pg_catalog.count(*) from t) = (select pg_catalog.count(*) from r where r.i <= match_count)
+               and not exists (select 1 from t where t.page is not null
+                           group by t.page having pg_catalog.count(distinct t.doc) > 1)
+               and not (coalesce(knobs.per_document_cap, 0) > 0
+                        and exists (select 1 from t group by t.doc
+                                    having pg_catalog.count(*) > coalesce(knobs.per_document_cap, 0))) as yes
     ), p as materialized (
-        -- The pool in fused order, each chunk with its document (the cap) and
-        -- page (one translation). Narrow rows: the text is read for the kept
-        -- hits alone.
-        select f.id, f.dr, f.lr, f.s, c.document_id as doc, l.lang,
-               (pg_catalog.row_number() over (order by f.s desc, f.id))::integer as pool_rank,
-               case when f.s < 1e-200 then 0 else f.s end as base,
+        -- Otherwise the whole pool, each chunk with its document and page.
+        -- Narrow rows: the text is read for the kept hits alone.
+        select r.*, c.document_id as doc, l.lang,
                case when knobs.one_translation then sift._page_key(d.source_uri, d.metadata, l.lang) end as page
-        from f
-        join sift.chunks c on c.chunk_id = f.id
+        from r
+        join sift.chunks c on c.chunk_id = r.id
         join sift.documents d on d.document_id = c.document_id
         cross join lateral (select sift._language(d.language) as lang) l
     ), a as (
-        -- Another translation of a kept page (sift._finalize's a); i: the
-        -- place by score (sift._finalize's, where a score under 1e-200 counts
-        -- as 0: its adjusted score, base x boost, which two bases a float step
-        -- apart may share).
-        select p.*, 1::double precision as lf,
+        -- Another translation of a kept page (sift._finalize's a).
+        select p.*,
                p.page is not null
                and p.doc <> pg_catalog.first_value(p.doc) over (partition by p.page
-                                                               order by p.base * knobs.boost desc, p.id) as dup,
-               (pg_catalog.row_number() over (order by p.base * knobs.boost desc, p.id))::integer as i
+                                                               order by p.base * knobs.boost desc, p.id) as dup
         from p
     ), sel as materialized (
+        select t.id, t.dr, t.lr, t.doc, t.lang, t.pool_rank, t.base, 1::double precision as lf, t.i as fr,
+               t.ordinal, t.content, t.context, t.section_id, t.token_count, t.source_uri, t.title, t.metadata
+        from t
+        where (select settled.yes from settled)
+        union all
         -- Greedy in score order within the per-document cap, then backfilled
-        -- past it: sorted by (beyond the cap, score).
-        select y.*, (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
-        from (select a.*, coalesce(knobs.per_document_cap, 0) > 0
-                          and pg_catalog.row_number() over (partition by a.doc order by a.i)
-                              > coalesce(knobs.per_document_cap, 0) as late
-              from a where not a.dup) y
-        order by y.late, y.i
-        limit match_count
+        -- past it: sorted by (beyond the cap, score); the kept ones' text.
+        select z.id, z.dr, z.lr, z.doc, z.lang, z.pool_rank, z.base, z.lf, z.fr,
+               c.ordinal, c.content, c.context, c.section_id, c.token_count, d.source_uri, d.title, d.metadata
+        from (select y.*, 1::double precision as lf,
+                     (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
+              from (select a.*, coalesce(knobs.per_document_cap, 0) > 0
+                                and pg_catalog.row_number() over (partition by a.doc order by a.i)
+                                    > coalesce(knobs.per_document_cap, 0) as late
+                    from a where not a.dup) y
+              where not (select settled.yes from settled)
+              order by y.late, y.i
+              limit match_count) z
+        join sift.chunks c on c.chunk_id = z.id
+        join sift.documents d on d.document_id = z.doc
     )
     select sel.fr,
            case when not coalesce(knobs.lost_in_the_middle, false) then sel.fr
                 when sel.fr % 2 = 1 then (sel.fr + 1) / 2
                 else (select pg_catalog.count(*) from sel)::integer - sel.fr / 2 + 1 end,
-           sel.id, sel.doc, col.name::text, d.source_uri, d.title, c.ordinal, c.content, c.context,
-           d.metadata, sel.base * knobs.boost, sel.base, sel.pool_rank,
+           sel.id, sel.doc, col.name::text, sel.source_uri, sel.title, sel.ordinal, sel.content, sel.context,
+           sel.metadata, sel.base * knobs.boost, sel.base, sel.pool_rank,
            case when sel.dr is not null and sel.lr is not null then 'both'
                 when sel.dr is not null then 'dense' else 'lexical' end,
            sel.dr, dense_raw[sel.dr], sel.lr, lexical_raw[sel.lr], coalesce(legs, '{}'), lexical_query,
            1::double precision, knobs.boost::double precision, false, 0, null::text,
            reranker, null::text,
-           c.section_id, false, array[sel.id], array[sel.id], c.token_count, null::bigint[], null::text,
+           sel.section_id, false, array[sel.id], array[sel.id], sel.token_count, null::bigint[], null::text,
            null::bigint, sel.lang, sel.lf, lexical_configs, null::text, null::text, null::text,
            case when 'dense' = any (legs) then space_name end,
            case when 'dense' = any (legs) then 0 end,
@@ -114,8 +151,6 @@ as $$
                    'rank', sel.lr, 'raw', lexical_raw[sel.lr], 'weight', 1 - w,
                    'contribution', (1 - w) / (knobs.rrf_k + sel.lr)) end))
     from sel
-    join sift.chunks c on c.chunk_id = sel.id
-    join sift.documents d on d.document_id = sel.doc
     order by 2, 3
 $$;
 comment on function sift._plain_hits(sift.collections, sift.knob_set, integer, bigint[], double precision[],
