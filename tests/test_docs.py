@@ -183,7 +183,7 @@ FENCE = re.compile(r"^```(\S*)\s*$")
 MARKER = re.compile(r"^<!--\s*([a-z ]+):\s*(.*?)\s*-->\s*$")
 MARKERS = {"not run": ("sql", "python", "sh"), "raises": ("sql", "python"), "file": ("json", "text")}
 RUNNABLE = ("sql", "python", "sh")
-DATA = ("json", "text", "")
+DATA = ("json", "text", "mermaid", "")
 
 
 @dataclasses.dataclass
@@ -237,7 +237,7 @@ def parse(path: str) -> list[Block]:
 def check_marker(block: Block) -> None:
     if block.lang not in RUNNABLE + DATA:
         raise AssertionError(f"{block.where}: unknown block language {block.lang!r} "
-                             f"(run: {', '.join(RUNNABLE)}; data or output: json, text, none)")
+                             f"(run: {', '.join(RUNNABLE)}; data or output: json, text, mermaid, none)")
     if block.marker is None:
         return
     kind, value = block.marker
@@ -346,7 +346,8 @@ def run_data(block: Block, ctx: Context) -> None:
 
 
 RUNNERS: dict[str, Callable[[Block, Context], None]] = {
-    "sql": run_sql, "python": run_python, "sh": run_sh, "json": run_data, "text": run_data, "": run_data}
+    "sql": run_sql, "python": run_python, "sh": run_sh, "json": run_data, "text": run_data, "mermaid": run_data,
+    "": run_data}
 
 
 # -- what the examples assume ----------------------------------------------------------------
