@@ -284,7 +284,7 @@ def test_every_finalize_knob_is_on_the_plain_path_or_sends_the_search_staged():
                                           "sends a search using it to the staged pipeline (sift._plain_plan)")
     for knob in ("mmr_lambda", "snippets"):   # the guide's examples
         assert f"knobs.{knob}" in plan
-    hits = body("sql/60_finalize.sql", "_hits")
+    hits = body("sql/64_hits.sql", "_hits")
     assert ".neighbours" in hits and ".snippets" in hits
 
 

@@ -1,0 +1,263 @@
+-- The BM25 statistics folded and the impact lists built:
+-- sift.refresh_lexical_stats. In: a collection's pending counts
+-- (sift.term_df_pending) and its min_df and list sizes. Out: exact df
+-- per term (sift.term_df) and impact lists in blocks (sift.term_lists,
+-- sift.term_blocks) for the terms in at least min_df chunks.
+
+
+create or replace function sift.refresh_lexical_stats(
+    collection   text,
+    min_df       integer default null,
+    list_size    integer default 2000,
+    list_fraction double precision default 0,
+    max_drift    double precision default 0.25,
+    rebuild      boolean default false)
+returns table (pending_folded bigint, lists_built integer)
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+-- Batch work over whole term sets: a nested loop is never the right join
+-- there, and a collection younger than its table's statistics looks empty to
+-- the planner, which then nests loops over thousands of terms. (A small
+-- refresh looks its terms up by key instead: `= any (changed)`.)
+set enable_nestloop = off
+-- Every statement planned for this call's arrays and flags (a cached generic
+-- plan keeps the scans chosen for another call's; a custom plan folds
+-- `whole or ...` away and hashes a long `= any`).
+set plan_cache_mode = force_custom_plan
+as $$
+#variable_conflict use_column
+declare
+    col      sift.collections := sift._collection(refresh_lexical_stats.collection);
+    ref_k1   double precision := sift._stored_knob(col, 'bm25_k1')::double precision;
+    ref_b    double precision := sift._stored_knob(col, 'bm25_b')::double precision;
+    folded   bigint := 0;
+    gone_terms text[];
+    built    integer := 0;
+    avgdl    double precision;
+    n_chunks double precision;
+    deleted  bigint;
+    -- The terms the fold changed and by how much (0: written and deleted again,
+    -- or held by a re-analysed chunk), and the lists due for a rebuild.
+    changed  text[];
+    changes  bigint[];
+    drifted  text[];
+    grew     text[];    -- the lists whose deltas the fold's statements added to ...
+    grew_by  integer[]; -- ... and how many entries each
+    shrunk   text[];    -- folded terms now in fewer chunks (only they can lose a list)
+    whole    boolean;   -- every term of the collection considered, not only the folded
+    everything boolean; -- ... because lists may be due whatever the fold holds (rebuild, min_df)
+    fold_all boolean;   -- the fold's updates through a scan of every term (else by key)
+    terms_est real;
+    built_df integer;   -- the min_df the lists were built under (null: never, or unknown)
+begin
+    if list_size is null or list_fraction is null or max_drift is null
+       or min_df < 1 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
+       or max_drift < 0 then
+        raise exception 'refresh_lexical_stats: min_df and list_size must be at least 1, '
+                        'list_fraction within [0, 1], max_drift at least 0'
+            using errcode = 'SF003';
+    end if;
+    -- Fold pending deltas into one row per key, alone on the collection's list
+    -- lock from here to the end: chunk writers share it until they commit, so
+    -- the fold sees every writer's rows (under repeatable read, those in the
+    -- transaction's snapshot), and no other refresh inserts the same new terms
+    -- meanwhile.
+    perform sift._lock_collection(col.collection_id, true);
+    -- No min_df given: the one the lists were built under (100 for a first
+    -- build). A refresh after writes (the Python client's) so keeps a
+    -- min_df chosen once, where the default would drop the lists it added and
+    -- look at every term again.
+    built_df := (select max(s.lists_min_df) from sift.collection_lexical_stats s
+                 where s.collection_id = col.collection_id and s.lists_min_df >= 1);
+    min_df := coalesce(refresh_lexical_stats.min_df, built_df, 100);
+    -- Only a folded term can have crossed min_df either way, lost its list to
+    -- a re-analysed chunk or grown a delta: a refresh looks at those alone,
+    -- by key (`= any (changed)`: index lookups, whatever the planner thinks of
+    -- the collection's size; its cost follows the write, not the
+    -- vocabulary), unless the lists were built under another min_df (or
+    -- never, or an upgrade left it unknown), or all are rebuilt.
+    everything := rebuild or built_df is distinct from min_df;
+    whole := everything;
+    with gone as (
+        delete from sift.term_df_pending p
+        where p.collection_id = col.collection_id
+        returning p.lexemes, p.counts, p.delta_lexemes, p.delta_entries
+    )
+    select c.lexemes, c.ns, g.lexemes, g.ns
+    into changed, changes, grew, grew_by
+    from (select coalesce(pg_catalog.array_agg(d.lexeme), '{}') as lexemes,
+                 coalesce(pg_catalog.array_agg(d.n), '{}') as ns
+          from (select u.lexeme, sum(u.n)::bigint as n
+                from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
+                group by u.lexeme) d) c
+    cross join (select coalesce(pg_catalog.array_agg(e.lexeme), '{}') as lexemes,
+                       coalesce(pg_catalog.array_agg(e.n), '{}') as ns
+                from (select u.lexeme, sum(u.n)::integer as n
+                      from gone, unnest(gone.delta_lexemes, gone.delta_entries) as u(lexeme, n)
+                      -- (arrays of unequal length, written by hand, pad with nulls)
+                      where u.lexeme is not null and u.n is not null
+                      group by u.lexeme) e) g;
+    -- The entries each list's delta gained, before any list is rebuilt below
+    -- (a rebuilt list starts with no delta, and 0).
+    update sift.term_lists l set delta_entries = l.delta_entries + g.n
+    from unnest(grew, grew_by) as g(lexeme, n)
+    where l.collection_id = col.collection_id and l.lexeme = any (grew) and l.lexeme = g.lexeme;
+    -- Looked up by key while the fold is a small share of the terms; past
+    -- that, a scan of every term is cheaper, and as right (it is what a whole
+    -- pass does). The fold's own update goes by key up to an eighth of the
+    -- terms (~6 us a term by key against ~0.9 us a row of the table scanned
+    -- and hashed: at 100,000 chunks, 22,500 of 450,000 terms took 0.32 s
+    -- against 0.57); the statements after it, whose lookups mostly miss (few
+    -- folded terms have a list), up to a thirty-second.
+    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
+    fold_all := whole or not (8 * cardinality(changed) < terms_est);
+    whole := whole or not (32 * cardinality(changed) < terms_est);
+    -- Known terms updated (those whose counts cancel out left alone), new ones
+    -- inserted in key order: one insert ... on conflict took a speculative
+    -- insertion per term, 2.5x slower on a first refresh, which inserts every
+    -- term. New: what the update did not return (a hashed anti-join, not a
+    -- second lookup per term).
+    with d as (
+        select u.lexeme, u.n from unnest(changed, changes) as u(lexeme, n)
+    ), known as (
+        update sift.term_df t set df = t.df + d.n
+        from d
+        where t.collection_id = col.collection_id and (fold_all or t.lexeme = any (changed)) and t.lexeme = d.lexeme
+          and d.n <> 0
+        returning t.lexeme, t.df
+    ), fresh as (
+        insert into sift.term_df (collection_id, lexeme, df)
+        select col.collection_id, d.lexeme, d.n
+        from d
+        where d.n > 0   -- (a term written and deleted again between refreshes: none)
+          and not exists (select 1 from known k where k.lexeme = d.lexeme)
+        order by d.lexeme
+        returning 1
+    )
+    select (select count(*) from known) + (select count(*) from fresh),
+           array(select k.lexeme from known k where k.df = 0)
+    into folded, gone_terms;
+    -- Terms no chunk holds any more (only a folded term can have reached 0).
+    delete from sift.term_df t where t.collection_id = col.collection_id and t.lexeme = any (gone_terms);
+    with gone as (
+        delete from sift.collection_lexical_stats s
+        where s.collection_id = col.collection_id
+        returning s.chunks, s.tokens, s.deleted)
+    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending, lists_min_df)
+    select col.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0),
+           coalesce(sum(g.deleted), 0), false, min_df
+    from gone g;
+
+    -- Still alone on the list lock: chunk writers wait until these lists are
+    -- committed, so none slips between snapshot and list.
+    select sum(s.tokens)::double precision / nullif(sum(s.chunks), 0), sum(s.chunks), sum(s.deleted)
+    into avgdl, n_chunks, deleted
+    from sift.collection_lexical_stats s where s.collection_id = col.collection_id;
+    if avgdl is null then
+        delete from sift.term_lists l where l.collection_id = col.collection_id;
+        return query select folded, 0;
+        return;
+    end if;
+    -- Only a term in fewer chunks than before can have fallen below min_df:
+    -- a refresh after writes alone looks up no list to drop.
+    shrunk := array(select u.lexeme from unnest(changed, changes) as u(lexeme, n) where u.n < 0);
+    if everything or cardinality(shrunk) > 0 then
+        delete from sift.term_lists l
+        where l.collection_id = col.collection_id
+          and (whole or l.lexeme = any (shrunk))
+          and not exists (select 1 from sift.term_df t
+                          where t.collection_id = col.collection_id and (whole or t.lexeme = any (shrunk))
+                            and t.lexeme = l.lexeme and t.df >= min_df);
+    end if;
+
+    -- Lists for terms that became common, and rebuilt where the collection's
+    -- k1 or b changed, avgdl drifted or deletions left more than max_drift of
+    -- the list's chunks dead since it was built.
+    drifted := array(select l.lexeme from sift.term_lists l
+                     where l.collection_id = col.collection_id
+                       and (rebuild or l.k1_ref <> ref_k1 or l.b_ref <> ref_b
+                            or abs(avgdl / l.avgdl_ref - 1) > max_drift
+                            or deleted - l.deleted_ref > max_drift * greatest(l.chunks_ref, 1)));
+    insert into sift.list_build_plan
+    select col.collection_id, t.lexeme, greatest(list_size, ceil(t.df * list_fraction))::integer, 0, avgdl,
+           ref_k1, ref_b, n_chunks, deleted
+    from sift.term_df t
+    where t.collection_id = col.collection_id
+      and (whole or t.lexeme = any (changed) or t.lexeme = any (drifted))
+      and t.df >= min_df
+      and (t.lexeme = any (drifted)
+           or not exists (select 1 from sift.term_lists l
+                          where l.collection_id = col.collection_id and l.lexeme = t.lexeme));
+    perform sift._gather_list_entries(col.collection_id, n_chunks);
+    built := sift._write_lists(col.collection_id);
+
+    -- Deltas of a block or a quarter of their list, whichever is more, are
+    -- merged into their lists' blocks (same reference, so no chunk is read;
+    -- the floor only rises). A merge rewrites the list, so waiting for a
+    -- quarter of it keeps that to a few entries rewritten per entry added.
+    -- (A delta only grows when a chunk holding its term is written, and that
+    -- statement's pending row says by how much: folded into delta_entries above.)
+    insert into sift.list_build_plan
+    -- (Each due list's df looked up by key: joined, every term's df was
+    -- hashed for the few lists due, 0.2 s at 450,000 terms.)
+    select col.collection_id, l.lexeme,
+           greatest(list_size, ceil(coalesce((select t.df from sift.term_df t
+                                              where t.collection_id = l.collection_id and t.lexeme = l.lexeme), 0)
+                                    * list_fraction))::integer,
+           l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
+    from sift.term_lists l
+    where l.collection_id = col.collection_id and (whole or l.lexeme = any (grew))
+      and l.delta_entries >= greatest(100, l.entries / 4);
+    insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
+    select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
+    from sift.list_build_plan p
+    join sift.term_blocks b on b.collection_id = p.collection_id and b.lexeme = p.lexeme
+    cross join lateral unnest(b.chunk_ids, b.tfs, b.dls) as u(chunk_id, tf, dl)
+    where p.collection_id = col.collection_id
+    union all
+    select col.collection_id, d.lexeme, u.chunk_id, u.tf, u.dl
+    from sift.list_build_plan p
+    join sift.term_deltas d on d.collection_id = p.collection_id and d.lexeme = p.lexeme
+    cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
+    where p.collection_id = col.collection_id;
+    built := built + sift._write_lists(col.collection_id);
+    -- The chunks just written wait in the text index's pending list, which
+    -- every search would read whole: into the index with them (the work GIN
+    -- would do at its next flush, at this batch's size).
+    perform sift._clean_text_index();
+    return query select folded, built;
+end;
+$$;
+comment on function sift.refresh_lexical_stats(text, integer, integer, double precision,
+    double precision, boolean) is
+    'Folds pending BM25 statistics (reads are exact either way, faster after); builds impact '
+    'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
+    'least min_df chunks (not given: the min_df the lists were built under, 100 for a first '
+    'build, so a refresh after each write keeps a min_df chosen once); rebuilds lists whose k1, '
+    'b or reference avgdl no longer hold or that deletions have thinned by more than max_drift '
+    '(rebuild => true rebuilds every list); merges list deltas of max(100, a quarter of the '
+    'list) chunks or more (counted as the writers add them); moves the text index''s '
+    'pending entries into it (sift._clean_text_index). Looks only at the terms it folds (every '
+    'term when the lists were built under another min_df, or with rebuild), so it is cheap when '
+    'little changed; '
+    'the Python client runs it after every upsert_documents and delete_document. Writes; '
+    'returns lists built or merged.';
+
+
+create or replace function sift._analyze(work_table regclass)
+returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- Fresh row counts for the planner, where this role may take them: the
+    -- owner, or (PostgreSQL 17+) a role granted MAINTAIN, as sift_writer is.
+    if pg_catalog.pg_has_role(current_user, (select c.relowner from pg_catalog.pg_class c where c.oid = work_table), 'MEMBER')
+       or (current_setting('server_version_num')::integer >= 170000
+           and pg_catalog.has_table_privilege(work_table, 'MAINTAIN')) then
+        execute format('analyze %s', work_table);
+    end if;
+end;
+$$;
+comment on function sift._analyze(regclass) is
+    'Internal: ANALYZE a work table when the current role may (else the planner keeps its estimate).';
