@@ -1,7 +1,8 @@
 -- Lexical leg: query parsing (OR over terms in each configuration present;
 -- quoted phrases lift and -words lower, or with quoted_text require are
--- required and excluded; CJK and Thai as bigrams) and Okapi BM25 over the
--- stored tsvector, with ts_rank_cd kept as a knob (lexical_scorer).
+-- required and excluded; -5 is a number; CJK and Thai as bigrams) and Okapi
+-- BM25 over the stored tsvector, with ts_rank_cd kept as a knob
+-- (lexical_scorer).
 
 create or replace function sift._tsquery_or(lexemes text[])
 returns tsquery
@@ -47,16 +48,19 @@ declare
 begin
     terms := '{}';
     -- Tokens: optional leading '-', then a "quoted phrase" or a bare word.
-    -- A lone or unbalanced quote matches neither and is skipped. Text with no
-    -- quote and no word starting with '-' is bare words only: segmented
-    -- whole, the same words in the same order, without a call per word.
-    bare := pg_catalog.strpos(clipped, '"') = 0 and clipped !~ '(^|\s)-';
+    -- A lone or unbalanced quote matches neither and is skipped. A '-' before
+    -- a digit is a number's sign, not an exclusion: -5 and -1e-5 are words,
+    -- read as the chunks were (PostgreSQL's parser keeps the sign: '-5').
+    -- Text with no quote and no word starting with a '-' that excludes is
+    -- bare words only: segmented whole, the same words in the same order,
+    -- without a call per word.
+    bare := pg_catalog.strpos(clipped, '"') = 0 and clipped !~ '(^|\s)-(?![0-9])';
     if bare then
         words := sift._segment(clipped);
     end if;
     for tok in
         select m[1] = '-' as negated, coalesce(m[2], m[3]) as body, m[2] is not null as quoted
-        from pg_catalog.regexp_matches(clipped, '(-?)(?:"([^"]*)"|([^\s"]+))', 'g') as m
+        from pg_catalog.regexp_matches(clipped, '(-(?![0-9])|)(?:"([^"]*)"|([^\s"]+))', 'g') as m
         where not bare
     loop
         -- CJK and Thai runs as bigrams, as the chunks were indexed (per token,
@@ -157,7 +161,8 @@ comment on function sift.lexical_query(text, regconfig, integer, text) is
     'The tsquery the lexical leg runs for a user''s text: OR over the distinct terms (the first '
     'max_terms, default 64, in query order; AND makes real questions match nothing); with '
     'quoted_text require, "quoted phrases" are required and -word and -"phrase" excluded (boost, '
-    'the default: they lift or lower chunks instead, so the tsquery is the OR alone). CJK and Thai '
+    'the default: they lift or lower chunks instead, so the tsquery is the OR alone); a minus '
+    'before a digit is a sign (-5 is searched as -5, not excluded). CJK and Thai '
     'text is matched by character bigrams. Never raises on odd text: empty, punctuation-only, '
     'emoji or stopword-only text gives null, and the search answers from the dense leg alone. '
     'Text past 100,000 characters is ignored.';

@@ -685,3 +685,56 @@ def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: P
     assert list(again["profiles"]) == ["dense", "lexical", "hybrid"]
     assert all(float(cell) > 0 for cell in rows["_plain_hits"])
     assert float(rows[walk][0]) > 0 and rows[walk][1] == "" and float(rows[walk][2]) > 0
+
+
+# -- seeds: a benchmark that samples draws the same sample from the same seed ----------------
+
+def test_the_same_seed_draws_the_same_questions_and_another_seed_others():
+    import random
+
+    from pgsift.bench import fusion as bench_fusion
+    from pgsift.bench import languages as bench_languages
+    from pgsift.bench import structure as bench_structure
+
+    # languages: seed 0 is the dataset README's sample, the one bench/README reports on.
+    zero = bench_languages.sample_indices(13_090, 1000, 0)
+    assert zero == bench_languages.sample_indices(13_090, 1000, 0)
+    assert zero == np.random.default_rng(0).choice(13_090, 1000, replace=False).tolist()
+    one = bench_languages.sample_indices(13_090, 1000, 1)
+    assert one != zero and len(set(one)) == len(set(zero)) == 1000 and set(one) != set(zero)
+    assert sorted(bench_languages.sample_indices(5, 1000, 3)) == [0, 1, 2, 3, 4]   # fewer: all of them
+    # structure: --max-questions draws with random.Random(seed); without it, every question.
+    questions = [bench_structure.Question(f"q{i}", f"question {i}", ("A", f"p{i}")) for i in range(200)]
+    picked = bench_structure.sample_questions(questions, 20, 0)
+    assert picked == bench_structure.sample_questions(questions, 20, 0)
+    assert picked == random.Random(0).sample(questions, 20)
+    assert set(picked) != set(bench_structure.sample_questions(questions, 20, 5))
+    assert bench_structure.sample_questions(questions, None, 5) is questions
+    # fusion: the tuning sample leaves out what bench languages reports on at that seed.
+    tuning = bench_fusion.tuning_indices(13_090, 500, 0)
+    assert tuning == bench_fusion.tuning_indices(13_090, 500, 0) and len(set(tuning)) == 500
+    reported = np.random.default_rng(0).choice(13_090, 1000, replace=False).tolist()
+    rest = [i for i in range(13_090) if i not in set(reported)]
+    assert tuning == sorted(rest[i] for i in np.random.default_rng(1).choice(len(rest), 500, replace=False))
+    other = bench_fusion.tuning_indices(13_090, 500, 2)
+    assert other != tuning
+    assert not set(other) & set(bench_languages.sample_indices(13_090, 1000, 2))
+
+
+@pytest.mark.parametrize(("benchmark", "args", "default"), [
+    ("languages", ["--dataset", "d"], 0), ("structure", ["--dataset", "d"], 0), ("fusion", ["--dataset", "d"], 0),
+    ("legs", ["--dataset", "d"], 0), ("maxsim", [], 0), ("finalize", [], 0), ("ingest", [], 0),
+    ("scale", [], 7), ("exact", [], 11)])
+def test_every_benchmark_that_samples_takes_a_seed(benchmark, args, default):
+    """--seed reaches the benchmark's run function (its default there is the CLI's: a run without
+    --seed repeats the figures bench/README records)."""
+    import importlib
+    import inspect
+
+    from pgsift.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["bench", benchmark, *args]).seed == default
+    assert parser.parse_args(["bench", benchmark, *args, "--seed", "5"]).seed == 5
+    run = getattr(importlib.import_module(f"pgsift.bench.{benchmark}"), f"run_{benchmark}")
+    assert inspect.signature(run).parameters["seed"].default == default

@@ -8,7 +8,8 @@ cell maximises the mean over the datasets, and each dataset's loss against
 its own best cell is reported. Tune on a train split; a dataset without one
 (xquad-r-multi) tunes on a seeded sample of its questions that leaves out
 the 1,000 its benchmarks report on (`np.random.default_rng(0)`, as its README
-samples them).
+samples them; `--seed N` leaves out `bench languages --seed N`'s and draws the
+tuning sample with N + 1).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .. import metrics
 from ..beir import BeirDataset, load_beir
 from ..client import Client
 from . import queries
+from .languages import sample_indices
 from .quality import load_collection
 
 WEIGHTS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
@@ -33,22 +35,28 @@ DEPTH = 200
 REPORTED = 1000    # questions a dataset without a train split keeps out of tuning
 
 
-def _tuning_queries(dataset: Path, split: str, model: str | None, tune_sample: int) -> tuple[BeirDataset, list[int]]:
+def tuning_indices(n: int, tune_sample: int, seed: int = 0) -> list[int]:
+    """Which of a test split's n questions tune, without a train split: the questions `bench
+    languages --seed` reports on (at most half of a small set) never tune; `tune_sample` of the
+    rest are drawn with seed + 1 (seed 0: the sample the defaults were chosen on)."""
+    reported = set(sample_indices(n, min(REPORTED, n // 2), seed))
+    rest = [i for i in range(n) if i not in reported]
+    picked = np.random.default_rng(seed + 1).choice(len(rest), min(tune_sample, len(rest)), replace=False)
+    return sorted(rest[int(i)] for i in picked)
+
+
+def _tuning_queries(dataset: Path, split: str, model: str | None, tune_sample: int,
+                    seed: int = 0) -> tuple[BeirDataset, list[int]]:
     if (dataset / "qrels" / f"{split}.tsv").is_file():
         data = load_beir(dataset, model=model, split=split)
         return data, list(range(len(data.query_ids)))
     data = load_beir(dataset, model=model, split="test")
-    n = len(data.query_ids)
-    # The questions the benchmarks report on (at most half of a small set) never tune.
-    reported = set(np.random.default_rng(0).choice(n, min(REPORTED, n // 2), replace=False).tolist())
-    rest = [i for i in range(n) if i not in reported]
-    picked = np.random.default_rng(1).choice(len(rest), min(tune_sample, len(rest)), replace=False)
-    return data, sorted(rest[i] for i in picked)
+    return data, tuning_indices(len(data.query_ids), tune_sample, seed)
 
 
 def _grid(conn: psycopg.Connection[Any], client: Client, dataset: Path, split: str, model: str | None,
-          tune_sample: int, collection: str, answer_only: bool) -> dict[str, Any]:
-    data, picked = _tuning_queries(dataset, split, model, tune_sample)
+          tune_sample: int, collection: str, answer_only: bool, seed: int = 0) -> dict[str, Any]:
+    data, picked = _tuning_queries(dataset, split, model, tune_sample, seed)
     if answer_only:
         # Only each question's highest grade counts (xquad-r-multi: the paragraph in the question's
         # language, not its translations, which one_translation removes at query time anyway).
@@ -75,17 +83,18 @@ def _grid(conn: psycopg.Connection[Any], client: Client, dataset: Path, split: s
     grid = {(w, k, f): round(ndcg(w, k, f), 4) for w, k, f in itertools.product(WEIGHTS, RRF_KS, FETCH_KS)}
     client.drop_collection(collection)
     return {"dataset": data.name, "split": split if len(picked) == len(data.query_ids) else
-            f"a tuning sample of {len(picked)} (test qrels, the reported {REPORTED} left out)",
+            f"a tuning sample of {len(picked)} (test qrels, the reported {REPORTED} left out; seed {seed})",
             "queries": len(legs), "dense_only": round(ndcg(1.0, 60, 40), 4),
             "lexical_only": round(ndcg(0.0, 60, 40), 4), "grid": grid}
 
 
 def run_fusion(conn: psycopg.Connection[Any], dataset: Path | list[Path], *, split: str = "train",
                model: str | None = None, tune_sample: int = 500, collection: str = "bench_fusion",
-               answer_only: bool = False) -> dict[str, Any]:
+               answer_only: bool = False, seed: int = 0) -> dict[str, Any]:
     datasets = [dataset] if isinstance(dataset, Path) else list(dataset)
     client = Client(conn)
-    per = [_grid(conn, client, Path(d), split, model, tune_sample, collection, answer_only) for d in datasets]
+    per = [_grid(conn, client, Path(d), split, model, tune_sample, collection, answer_only, seed)
+           for d in datasets]
     cells = sorted(per[0]["grid"])
     rows = []
     for cell in cells:

@@ -107,7 +107,7 @@ def _legs(client: Client, uri: dict[int, str], main: BeirDataset, second: BeirDa
 
 
 def run_legs(conn: psycopg.Connection[Any], dataset: Path, *, models: tuple[str, str] | None = None,
-             keep: bool = False) -> dict[str, Any]:
+             keep: bool = False, seed: int = 0) -> dict[str, Any]:
     names = models or tuple(sorted(p.name for p in (dataset / "embeddings").iterdir() if p.is_dir()))[:2]
     if len(names) != 2:
         raise ValueError(f"{dataset} needs two embedding models under embeddings/, found {list(names)}")
@@ -215,11 +215,12 @@ def run_legs(conn: psycopg.Connection[Any], dataset: Path, *, models: tuple[str,
             scores, p50, c, "three")
 
     # The third leg's gain: the best three-leg system against the best two-leg one, each chosen
-    # on train, with a paired bootstrap over the test questions (2,000 resamples, seed 0).
+    # on train, with a paired bootstrap over the test questions (2,000 resamples drawn with
+    # `seed`, 0 by default).
     best_two = max((r for r in rows if r["kind"] == "two"), key=lambda r: r["train_ndcg"])
     best_three = max((r for r in rows if r["kind"] == "three"), key=lambda r: r["train_ndcg"])
     diffs = np.array(per_query[best_three["system"]]) - np.array(per_query[best_two["system"]])
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     means = np.sort([float(diffs[rng.integers(0, len(diffs), len(diffs))].mean()) for _ in range(2000)])
     gain = {"two": best_two["system"], "three": best_three["system"], "mean": round(float(diffs.mean()), 4),
             "ci95": [round(float(means[49]), 4), round(float(means[1949]), 4)]}

@@ -37,9 +37,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 def run_maxsim(conn: psycopg.Connection[Any], *, chunks: int = 500, tokens: int = 200, dims: int = 128,
                query_tokens: int = 32, top_ns: tuple[int, ...] = (50, 100), queries: int = 50,
-               collection: str = "bench_maxsim") -> dict[str, Any]:
+               collection: str = "bench_maxsim", seed: int = 0) -> dict[str, Any]:
     client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)   # the chunks, then every question and pool
     try:
         client.drop_collection(collection)
     except CollectionNotFound:

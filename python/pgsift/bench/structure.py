@@ -168,15 +168,22 @@ def _score(client: Client, name: str, questions: list[Question], vectors: Any, k
     return out
 
 
+def sample_questions(questions: list[Question], max_questions: int | None, seed: int = 0) -> list[Question]:
+    """The questions a run asks: all of them, or `max_questions` drawn by random.Random(seed)
+    (the same seed, the same sample)."""
+    if max_questions is None or max_questions >= len(questions):
+        return questions
+    return random.Random(seed).sample(questions, max_questions)
+
+
 def run_structure(conn: psycopg.Connection[Any], dataset: Path, *, sizes: tuple[int, ...] = SIZES,
-                  max_questions: int | None = None, embedder: Embedder | None = None,
+                  max_questions: int | None = None, seed: int = 0, embedder: Embedder | None = None,
                   keep: bool = False) -> dict[str, Any]:
     if embedder is None:
         from ..embed import LocalEmbedder
         embedder = LocalEmbedder()
-    articles, questions = load_articles(dataset)
-    if max_questions is not None and max_questions < len(questions):
-        questions = random.Random(0).sample(questions, max_questions)
+    articles, every = load_articles(dataset)
+    questions = sample_questions(every, max_questions, seed)
     vectors = embedder.embed([question.text for question in questions])
     client = Client(conn, refresh_backlog=1)   # settled statistics before the searches
     rows: list[dict[str, Any]] = []
@@ -204,7 +211,7 @@ def run_structure(conn: psycopg.Connection[Any], dataset: Path, *, sizes: tuple[
                     client.drop_collection(name)
     return {"dataset": dataset.name, "articles": len(articles),
             "sections": sum(len(p) for p in articles.values()), "questions": len(questions),
-            "loads": loads, "rows": rows}
+            "seed": seed if len(questions) < len(every) else None, "loads": loads, "rows": rows}
 
 
 COLUMNS = ("hit@5", "mrr@10", "ndcg@10", "recall", "tokens", "results", "merged", "p50_ms")
@@ -212,7 +219,9 @@ COLUMNS = ("hit@5", "mrr@10", "ndcg@10", "recall", "tokens", "results", "merged"
 
 def format_table(result: dict[str, Any]) -> str:
     lines = [f"{result['dataset']} (English): {result['articles']} articles, {result['sections']} sections "
-             f"(one per paragraph), {result['questions']} questions; hybrid, defaults, top {TOP_K}; "
+             f"(one per paragraph), {result['questions']} questions"
+             + (f" (seed {result['seed']})" if result.get("seed") is not None else "")
+             + f"; hybrid, defaults, top {TOP_K}; "
              "section-level metrics",
              f"{'size':>4} {'chunking':<12} {'return':<9} {'nbrs':>4} "
              + " ".join(f"{c:>8}" for c in COLUMNS)]

@@ -42,27 +42,27 @@ def cmd_bench_profile(args: argparse.Namespace) -> int:
 def cmd_bench_scale(args: argparse.Namespace) -> int:
     from ..bench import scale
     return _bench(args, scale, lambda conn: scale.run_scale(
-        conn, args.chunks, queries=args.queries, reuse=args.reuse, exact_check=args.exact_check,
+        conn, args.chunks, queries=args.queries, seed=args.seed, reuse=args.reuse, exact_check=args.exact_check,
         ingest_docs=args.ingest_docs, baseline_queries=args.baseline_queries, plain=not args.no_plain))
 
 
 def cmd_bench_finalize(args: argparse.Namespace) -> int:
     from ..bench import finalize
-    return _bench(args, finalize, lambda conn: finalize.run_finalize(conn, repeats=args.repeats))
+    return _bench(args, finalize, lambda conn: finalize.run_finalize(conn, repeats=args.repeats, seed=args.seed))
 
 
 def cmd_bench_exact(args: argparse.Namespace) -> int:
     from ..bench import exact
     return _bench(args, exact, lambda conn: exact.run_exact(
         conn, sizes=tuple(args.sizes) if args.sizes else exact.SIZES, queries=args.queries,
-        match_count=args.match_count, beside=args.beside))
+        match_count=args.match_count, seed=args.seed, beside=args.beside))
 
 
 def cmd_bench_fusion(args: argparse.Namespace) -> int:
     from ..bench import fusion
     return _bench(args, fusion, lambda conn: fusion.run_fusion(
         conn, [Path(d) for d in args.dataset], split=args.split, model=args.model, tune_sample=args.tune_sample,
-        answer_only=args.answer_only))
+        answer_only=args.answer_only, seed=args.seed))
 
 
 def cmd_bench_vectors(args: argparse.Namespace) -> int:
@@ -78,7 +78,7 @@ def cmd_bench_ingest(args: argparse.Namespace) -> int:
     from ..bench import ingest
     return _bench(args, ingest, lambda conn: ingest.run_ingest(
         conn, tuple(args.sizes), shapes=tuple(args.shapes), dims=args.dims,
-        dataset=Path(args.dataset) if args.dataset else None))
+        dataset=Path(args.dataset) if args.dataset else None, seed=args.seed))
 
 
 def cmd_bench_rls(args: argparse.Namespace) -> int:
@@ -90,13 +90,14 @@ def cmd_bench_rls(args: argparse.Namespace) -> int:
 def cmd_bench_structure(args: argparse.Namespace) -> int:
     from ..bench import structure
     return _bench(args, structure, lambda conn: structure.run_structure(
-        conn, Path(args.dataset), sizes=tuple(args.sizes), max_questions=args.max_questions, keep=args.keep))
+        conn, Path(args.dataset), sizes=tuple(args.sizes), max_questions=args.max_questions, seed=args.seed,
+        keep=args.keep))
 
 
 def cmd_bench_languages(args: argparse.Namespace) -> int:
     from ..bench import languages
     return _bench(args, languages, lambda conn: languages.run_languages(
-        conn, Path(args.dataset), sample=args.questions, keep=args.keep))
+        conn, Path(args.dataset), sample=args.questions, seed=args.seed, keep=args.keep))
 
 
 def cmd_bench_snippets(args: argparse.Namespace) -> int:
@@ -114,14 +115,15 @@ def cmd_bench_questions(args: argparse.Namespace) -> int:
 def cmd_bench_legs(args: argparse.Namespace) -> int:
     from ..bench import legs
     return _bench(args, legs, lambda conn: legs.run_legs(
-        conn, Path(args.dataset), models=tuple(args.models) if args.models else None, keep=args.keep))
+        conn, Path(args.dataset), models=tuple(args.models) if args.models else None, keep=args.keep,
+        seed=args.seed))
 
 
 def cmd_bench_maxsim(args: argparse.Namespace) -> int:
     from ..bench import maxsim
     return _bench(args, maxsim, lambda conn: maxsim.run_maxsim(
         conn, chunks=args.chunks, tokens=args.tokens, dims=args.dims, query_tokens=args.query_tokens,
-        top_ns=tuple(args.top_n), queries=args.queries))
+        top_ns=tuple(args.top_n), queries=args.queries, seed=args.seed))
 
 
 def cmd_bench_reembed(args: argparse.Namespace) -> int:
@@ -143,6 +145,11 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
                                      rounds=args.rounds)
     print(json.dumps(result, indent=2) if args.json else compare.format_table(result))
     return 0
+
+
+def add_seed(parser: argparse.ArgumentParser, default: int, what: str) -> None:
+    """--seed: what a benchmark draws at random is drawn from it, so a run can be repeated."""
+    parser.add_argument("--seed", type=int, default=default, help=f"seed of {what} (default {default})")
 
 
 def register(sub: Any) -> None:
@@ -184,11 +191,13 @@ def register(sub: Any) -> None:
                    help="cap on queries per mix for the ts_rank_cd leg (seconds each at 1M chunks)")
     q.add_argument("--no-plain", action="store_true",
                    help="skip the plain table's ingest beside pgsift's (it loads the same rows again)")
+    add_seed(q, 7, "the generated corpus and queries")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_scale)
 
     q = add_command(bench_sub, "finalize", "latency of the finalize stage at pools of 50 and 200")
     q.add_argument("--repeats", type=int, default=50, help="timed calls per case (default 50)")
+    add_seed(q, 0, "the generated documents, pools and queries")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_finalize)
 
@@ -199,6 +208,7 @@ def register(sub: Any) -> None:
     q.add_argument("--match-count", type=int, default=10, help="match_count of each search (default 10)")
     q.add_argument("--beside", type=int, default=0,
                    help="chunks of another collection of the same size sharing the index (default 0)")
+    add_seed(q, 11, "the generated corpus and query vectors")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_exact)
 
@@ -209,6 +219,7 @@ def register(sub: Any) -> None:
                    help='"one document" and/or "documents of 10" (default both)')
     q.add_argument("--dims", type=int, default=384, help="embedding size (default 384)")
     q.add_argument("--dataset", help="BEIR folder whose corpus sentences are the chunk text (default: generated)")
+    add_seed(q, 0, "the vectors and the generated text")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_ingest)
 
@@ -239,14 +250,17 @@ def register(sub: Any) -> None:
     q.add_argument("--dataset", required=True, help="the xquad-r-multi folder (articles rebuilt from source_uri)")
     q.add_argument("--sizes", type=int, nargs="+", default=[64, 128],
                    help="passage sizes in tokens (default 64 128)")
-    q.add_argument("--max-questions", type=int, help="a seeded sample of the English questions (default all)")
+    q.add_argument("--max-questions", type=int, help="a sample of the English questions, drawn with --seed "
+                   "(default all)")
+    add_seed(q, 0, "the --max-questions sample")
     q.add_argument("--keep", action="store_true", help="keep the collections it loads (bench_structure_*)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_structure)
 
     q = add_command(bench_sub, "languages", "translations, languages and CJK/Thai lexical search on xquad-r-multi")
     q.add_argument("--dataset", required=True, help="the xquad-r-multi folder")
-    q.add_argument("--questions", type=int, default=1000, help="questions sampled with seed 0 (default 1000)")
+    q.add_argument("--questions", type=int, default=1000, help="questions sampled with --seed (default 1000)")
+    add_seed(q, 0, "the questions (0: the dataset README's 1,000, the ones bench/README reports on)")
     q.add_argument("--keep", action="store_true", help="keep the collections it loads (bench_languages*)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_languages)
@@ -266,6 +280,7 @@ def register(sub: Any) -> None:
     q = add_command(bench_sub, "legs", "two dense spaces + BM25 fused by rrf, dbsf and convex vs two legs")
     q.add_argument("--dataset", required=True, help="BEIR folder with two models under embeddings/")
     q.add_argument("--models", nargs=2, help="the built-in space's model and the added one's (default: by name)")
+    add_seed(q, 0, "the bootstrap's resamples")
     q.add_argument("--keep", action="store_true", help="keep the collection it loads (bench_legs)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_legs)
@@ -277,6 +292,7 @@ def register(sub: Any) -> None:
     q.add_argument("--query-tokens", type=int, default=32, help="token vectors per question (default 32)")
     q.add_argument("--top-n", type=int, nargs="+", default=[50, 100], help="late_interaction_top_n values (50 100)")
     q.add_argument("--queries", type=int, default=50, help="questions per N (default 50)")
+    add_seed(q, 0, "the generated chunks, questions and pools")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_maxsim)
 
@@ -300,6 +316,7 @@ def register(sub: Any) -> None:
     q.add_argument("--split", default="train", help="qrels split to tune on (default train)")
     q.add_argument("--tune-sample", type=int, default=500,
                    help="without that split: questions sampled from test, the reported 1,000 left out (default 500)")
+    add_seed(q, 0, "the tuning sample: bench languages' sample of that seed left out, the rest drawn with seed + 1")
     q.add_argument("--answer-only", action="store_true",
                    help="count only each question's highest-graded judgments (xquad-r-multi: not the translations)")
     q.add_argument("--model", help="embeddings/<model> folder (default: the only one)")
