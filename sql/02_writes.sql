@@ -54,7 +54,7 @@ begin
         -- (a drop's cascade deletes its chunks): nothing left to order.
         if exists (select 1 from sift.collections c where c.collection_id = _lock_collection.collection_id) then
             raise exception 'collection % has no row in sift.collection_locks', collection_id
-                using errcode = 'XX000', hint = 'run pgsift migrate (0038 makes the rows)';
+                using errcode = 'XX000', hint = 'run pgsift migrate (0018 makes the rows)';
         end if;
         return;
     end if;

@@ -13,7 +13,7 @@ as $$
 declare
     saved text := pg_catalog.current_setting('lock_timeout');
 begin
-    -- Search vectors stay in the chunks' rows (storage main, migration 0030)
+    -- Search vectors stay in the chunks' rows (storage main, migration 0018)
     -- while every embedding there fits 1,024 dimensions: past that, a long
     -- chunk's row (over ~8 kB) would move its embedding out of line instead,
     -- and every exact scan and distance would read it back. So a built-in

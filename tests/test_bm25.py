@@ -313,8 +313,8 @@ def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
     assert_oracle(client, db, col, rng, 10)
 
 
-def test_0031_counts_the_deltas_and_pending_rows_it_finds(client, db):
-    """Migration 0031 counts each list's existing delta, and marks the pending rows written
+def test_0019_counts_the_deltas_and_pending_rows_it_finds(client, db):
+    """Migration 0019 counts each list's existing delta, and marks the pending rows written
     before it as growing every term they counted (by 0): the first refresh after it still
     merges the deltas due, as the code before would have."""
     rng, col = seeded_collection(client, seed=14, docs=300)
@@ -332,7 +332,7 @@ def test_0031_counts_the_deltas_and_pending_rows_it_finds(client, db):
     # As 0.1.x left them: no counts on the lists, none on the pending rows.
     db.execute("update sift.term_lists set delta_entries = 0")
     db.execute("update sift.term_df_pending set delta_lexemes = null, delta_entries = null")
-    migration = next(m for m in pgsift.schema.migration_files() if m.version == "0031_delta_entries")
+    migration = next(m for m in pgsift.schema.migration_files() if m.version == "0019_delta_entries")
     updates = [st for st in migration.text.split(";") if re.search(r"^update sift\.", st, re.M)]
     assert len(updates) == 2
     for statement in updates:
@@ -384,8 +384,8 @@ def test_pending_counts_are_bucketed_and_searches_read_them_exactly(client, db):
     assert_oracle(client, db, col, rng, 5)
 
 
-def test_0032_splits_the_pending_rows_it_finds(client, db):
-    """Migration 0032 splits each pending row of every lexeme (as 0.1.x and 0031 wrote them)
+def test_0020_splits_the_pending_rows_it_finds(client, db):
+    """Migration 0020 splits each pending row of every lexeme (as 0.1.x and 0019 wrote them)
     into one row per bucket, counts and delta counts alike; searches and the refresh after it
     answer as before."""
     rng, col = seeded_collection(client, seed=16, docs=300)
@@ -394,7 +394,7 @@ def test_0032_splits_the_pending_rows_it_finds(client, db):
     db.execute("delete from sift.documents where source_uri = 'd5'")   # (no refresh, as the client's)
     totals, deltas = dict(db.execute(PENDING_TOTALS).fetchall()), dict(db.execute(DELTA_TOTALS).fetchall())
     assert deltas and max(deltas.values()) > 0
-    # As 0031 left them: a row of every lexeme per statement (here one for the writes, with
+    # As 0019 left them: a row of every lexeme per statement (here one for the writes, with
     # their deltas, and one for the deletion, with none), no bucket column, the old index.
     db.execute("""
         create temp table old_rows as
@@ -420,7 +420,7 @@ def test_0032_splits_the_pending_rows_it_finds(client, db):
     db.execute("insert into sift.term_df_pending (collection_id, lexemes, counts, delta_lexemes, delta_entries) "
                "values (%s, '{w000, w000}', '{100, 200}', '{w001, w002}', '{1000, 2000}')", [col.collection_id])
     assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 3
-    migration = next(m for m in pgsift.schema.migration_files() if m.version == "0032_pending_buckets")
+    migration = next(m for m in pgsift.schema.migration_files() if m.version == "0020_pending_buckets")
     db.execute(migration.text)
     assert dict(db.execute(PENDING_TOTALS).fetchall()) == {**totals, "w000": totals.get("w000", 0) + 300}
     assert dict(db.execute(DELTA_TOTALS).fetchall()) == {
@@ -742,7 +742,7 @@ def test_a_refresh_without_min_df_keeps_the_one_the_lists_were_built_under(clien
     db.execute("select * from sift.refresh_lexical_stats('c')")
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => null)")
     assert state() == (common(6), [(6,)])
-    # Nothing recorded (an upgrade from before 0029): the default, 100.
+    # Nothing recorded (an upgrade from 0.1.0): the default, 100.
     db.execute("update sift.collection_lexical_stats set lists_min_df = null where collection_id = %s",
                [col.collection_id])
     db.execute("select * from sift.refresh_lexical_stats('c')")

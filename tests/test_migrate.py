@@ -5,9 +5,13 @@ same catalog either way; plus the rules every function in schema sift follows.""
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import re
 import shlex
 import subprocess
+import sys
+import tarfile
 import threading
 import time
 import uuid
@@ -22,9 +26,18 @@ from pglast import ast
 from pglast.parser import parse_sql
 from pglast.visitors import Visitor
 from pgsift import Client
+from pgsift import queries as q
 from pgsift.migrate import is_current
 from pgsift.migrate_async import migrate as amigrate
-from pgsift.schema import function_files, functions_sha256, migration_files, with_vector_schema
+from pgsift.schema import (
+    SQUASHES,
+    SqlFile,
+    Squash,
+    function_files,
+    functions_sha256,
+    migration_files,
+    with_vector_schema,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PSQL = BIN / "psql"
@@ -378,6 +391,174 @@ def test_the_vector_schema_is_written_into_every_file(empty_database):
         assert conn.execute("select count(*) from pg_proc where pronamespace = 'sift'::regnamespace "
                             "and prosrc like '%%public.%%'").fetchone()[0] == 0
     assert "@extschema:vector@" not in with_vector_schema(function_files()[0].text, '"extensions"')
+
+
+# -- squashed migrations ---------------------------------------------------------------------
+
+# The seeded tables whose rows the migrations write alike wherever they run (cursor_keys: a
+# random key; the ledgers: by design).
+SEEDED = ("knob_defs", "knob_presets", "language_configs", "reranker_providers", "reranker_limits",
+          "operator_locks")
+
+
+@pytest.fixture(scope="module", params=SQUASHES, ids=lambda squash: squash.release)
+def squash(request: pytest.FixtureRequest) -> Squash:
+    """Each squash of pgsift.schema.SQUASHES (every one stays tested)."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def squashed_tree(squash: Squash, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """python/, migrations/ and sql/ as of the last commit that shipped the migrations the
+    squash replaces."""
+    run = subprocess.run(["git", "-C", str(ROOT), "archive", squash.commit, "python", "migrations", "sql"],
+                         capture_output=True, check=False)
+    if run.returncode != 0:
+        pytest.fail(f"commit {squash.commit} is missing from this checkout (a shallow clone? git fetch "
+                    f"--unshallow): {run.stderr.decode().strip()}")
+    tree = tmp_path_factory.mktemp("squashed")
+    with tarfile.open(fileobj=io.BytesIO(run.stdout)) as archive:
+        if hasattr(tarfile, "fully_trusted_filter"):   # Python 3.10.12+, 3.11.4+
+            archive.extractall(tree, filter="fully_trusted")
+        else:   # pragma: no cover
+            archive.extractall(tree)
+    return tree
+
+
+def migrations_only(url: str, files: list[SqlFile]) -> None:
+    """The runner's prelude and these migrations, no function file: what the files make alone."""
+    with psycopg.connect(url) as conn:
+        for statement in q.MIGRATE_PRELUDE:
+            conn.execute(statement)
+        for f in files:
+            conn.execute(with_vector_schema(f.text, "public"))
+
+
+def schema_dump(url: str) -> str:
+    """pg_dump --schema-only: every definition, comment, constraint, storage, policy and grant."""
+    run = subprocess.run([str(BIN / "pg_dump"), "--schema-only", "--restrict-key=pgsift", "-d", url],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return run.stdout
+
+
+def seeded_rows(url: str) -> dict[str, list[tuple]]:
+    with psycopg.connect(url) as conn:
+        return {t: sorted(conn.execute(f"select * from sift.{t}").fetchall(), key=repr) for t in SEEDED}
+
+
+def test_the_squash_makes_what_the_migrations_it_replaces_made(empty_database, squash, squashed_tree):
+    """The squash's files, run where the replaced migrations would run, make the same schema
+    (pg_dump --schema-only: comments, domains, CHECKs, storage, grants) and the same seeded
+    rows; each replaced migration is the text its declared sha256 names (the file at the
+    squash's commit), so a database that ran them has what the squash makes."""
+    old = sorted((squashed_tree / "migrations").glob("*.sql"))
+    replaced = dict(squash.replaced)
+    assert [p.stem for p in old if p.stem in replaced] == list(replaced)
+    assert {p.stem: sha256(p) for p in old if p.stem in replaced} == replaced
+    before = [p for p in old if p.stem not in replaced]
+    assert [p.stem for p in before] == [m.version for m in migration_files()][:len(before)]
+    new = [m for m in migration_files() if m.version <= squash.into[-1]]
+    assert [m.version for m in new[len(before):]] == list(squash.into)
+
+    by_replaced, by_squash = empty_database(), empty_database()
+    migrations_only(by_replaced, [SqlFile(p.stem, p) for p in old])
+    migrations_only(by_squash, new)
+    assert schema_dump(by_squash) == schema_dump(by_replaced)
+    assert seeded_rows(by_squash) == seeded_rows(by_replaced)
+
+
+def release_migrate(url: str, tree: Path) -> list[str]:
+    """`tree`'s own pgsift.migrate, run in a process of its own (as test_extension runs a release's)."""
+    script = ("import psycopg, pgsift, sys; assert pgsift.__file__.startswith(sys.argv[2]); "
+              "print(' '.join(pgsift.migrate(psycopg.connect(sys.argv[1], autocommit=True))))")
+    run = subprocess.run([sys.executable, "-c", script, url, str(tree / "python")], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tree / "python")}, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout.split()
+
+
+WHOLE_DOCUMENT_COMMENT = """
+    select col_description(a.attrelid, a.attnum) from pg_attribute a
+    where a.attrelid = 'sift.golden_positives'::regclass and a.attname = 'whole_document'"""
+
+
+def test_a_database_that_ran_the_squashed_migrations_records_the_squash_and_runs_nothing(empty_database, squash,
+                                                                                          squashed_tree):
+    """A developer's database, migrated by pgsift as of the squash's commit: migrate records the
+    squash in place of the migrations it replaces, runs none of its files (a mark left on what
+    they make stays) and re-applies the function files; it then reads as a new install."""
+    dev = empty_database()
+    assert release_migrate(dev, squashed_tree)[-len(squash.replaced):] == [v for v, _ in squash.replaced]
+    with psycopg.connect(dev, autocommit=True) as conn:
+        made = conn.execute(WHOLE_DOCUMENT_COMMENT).fetchone()[0]
+        conn.execute("comment on column sift.golden_positives.whole_document is 'a mark'")
+        assert not is_current(conn)
+        assert pgsift.migrate(conn) == []
+        assert conn.execute(WHOLE_DOCUMENT_COMMENT).fetchone() == ("a mark",)   # none of the squash ran
+        conn.execute(psycopg.sql.SQL("comment on column sift.golden_positives.whole_document is {}").format(
+            psycopg.sql.Literal(made)))
+        assert is_current(conn)
+    fresh = empty_database()
+    with psycopg.connect(fresh, autocommit=True) as conn:
+        pgsift.migrate(conn)
+    assert catalog(dev) == catalog(fresh)
+    assert schema_dump(dev) == schema_dump(fresh)
+
+
+def record_replaced(db: psycopg.Connection, squash: Squash, replaced: list[tuple[str, str]]) -> None:
+    """The ledger of a database that ran `replaced` and not the squash (its schema is the squash's)."""
+    db.execute("delete from sift.schema_migrations where version = any(%s)",
+               [[*squash.into, *(v for v, _ in squash.replaced)]])
+    for version, sha in replaced:
+        db.execute("insert into sift.schema_migrations (version, sha256) values (%s, %s)", [version, sha])
+
+
+def ledger(db: psycopg.Connection) -> list[tuple[str, str]]:
+    return db.execute("select version, sha256 from sift.schema_migrations order by 1").fetchall()
+
+
+def test_a_database_that_ran_some_of_the_squashed_migrations_is_refused(db, dsn, tmp_path, squash):
+    """Only some of the replaced migrations ran (a developer's database of the middle of a
+    release), or one ran with another text: migrate and the psql script refuse it, say what to
+    do, and change nothing."""
+    replaced = list(squash.replaced)
+    record_replaced(db, squash, replaced[:13])
+    before = ledger(db)
+    with pytest.raises(pgsift.MigrationError) as refused:
+        pgsift.migrate(db)
+    message = str(refused.value)
+    assert f"ran 13 of the {len(replaced)} development migrations" in message
+    assert f"{replaced[0][0]} to {replaced[12][0]}, not {replaced[13][0]}" in message
+    assert f"migrate it first with pgsift as of commit {squash.commit}" in message
+    assert ledger(db) == before                                           # all rolled back
+    # The psql script refuses it too.
+    script = tmp_path / "pgsift.sql"
+    script.write_text(pgsift.install_script(), encoding="utf-8")
+    run = run_psql(dsn, script)
+    assert run.returncode != 0 and f"migrate it first with pgsift as of commit {squash.commit}" in run.stderr
+    assert ledger(db) == before
+
+    # Every one of them, but one with another text than the squash replaces.
+    changed = [(v, "0" * 64 if v == replaced[-3][0] else sha) for v, sha in replaced]
+    record_replaced(db, squash, changed)
+    with pytest.raises(pgsift.MigrationError, match=f"migration {replaced[-3][0]} ran here with another text"):
+        pgsift.migrate(db)
+
+
+def test_the_squash_is_recorded_by_migrate_and_by_the_psql_script(db, dsn, tmp_path, squash):
+    """Every replaced migration recorded, unchanged: the squash takes their place in the ledger,
+    by migrate and by the psql script alike, and nothing else changes."""
+    before, schema = ledger(db), catalog(dsn)
+    record_replaced(db, squash, list(squash.replaced))
+    assert not is_current(db)
+    assert pgsift.migrate(db) == []
+    assert ledger(db) == before and catalog(dsn) == schema and is_current(db)
+    record_replaced(db, squash, list(squash.replaced))
+    script = tmp_path / "pgsift.sql"
+    script.write_text(pgsift.install_script(), encoding="utf-8")
+    run = run_psql(dsn, script)
+    assert run.returncode == 0, run.stderr
+    assert ledger(db) == before and catalog(dsn) == schema
 
 
 # -- rules for every function in schema sift ------------------------------------------------

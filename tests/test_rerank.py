@@ -1209,7 +1209,7 @@ def test_a_tenant_admin_cannot_send_its_key_elsewhere_by_any_way_in(db, two_tena
 
 
 def test_an_upgrade_maps_old_keys_for_what_they_were_for_or_for_nothing(db, acme, operator, monkeypatch):
-    """Migration 0036 on mappings an older version wrote (no provider, no endpoints): the provider
+    """Migration 0022 on mappings an older version wrote (no provider, no endpoints): the provider
     its own words name, else the one provider (with an endpoint of its own) of the rerankers that
     name it, else none (refused until mapped again); TEI keys keep the hosts they were used at,
     those the operator still allows."""
@@ -1233,7 +1233,7 @@ def test_an_upgrade_maps_old_keys_for_what_they_were_for_or_for_nothing(db, acme
         db.execute("update sift.rerankers set base_url = 'http://10.9.9.9/' where alias = 'gone-tei-0'")
         for ref, source, _ in rows:
             db.execute("insert into sift.secret_mappings values ('acme', %s, %s)", [ref, source])
-        (migration,) = [m for m in migration_files() if m.version == "0036_secret_providers"]
+        (migration,) = [m for m in migration_files() if m.version == "0022_secret_providers"]
         db.execute(with_vector_schema(migration.text, "public"))
     pgsift.migrate(db, force=True)
     placed = {r[0]: r[1:] for r in db.execute(

@@ -1,4 +1,4 @@
-"""Where a chunk's search vector lives (migration 0030, sift._set_search_vector_storage): in the
+"""Where a chunk's search vector lives (migration 0018, sift._set_search_vector_storage): in the
 row (storage main), so the lexical leg reads it without a TOAST lookup, while every embedding
 on sift.chunks fits 1,024 dimensions; out of line once a larger collection exists, so a long
 chunk's row moves its vector out and keeps its embedding. Only the operator's session switches

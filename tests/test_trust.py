@@ -838,7 +838,7 @@ def test_an_eval_run_names_only_a_golden_set_of_its_collection(db, connect_as, t
 
 
 def test_an_upgrade_unbinds_what_an_older_version_let_across(db, two_tenants):
-    """Migration 0035 on rows an older version let in: a positive bound to another tenant's
+    """Migration 0021 on rows an older version let in: a positive bound to another tenant's
     chunk is unbound (its text stays; an own chunk's binding stays), and a run naming another
     tenant's golden set keeps only the name, even on a question marked as having no answer."""
     question = _one_id(db, IDS["question"], "acme")
@@ -852,7 +852,7 @@ def test_an_upgrade_unbinds_what_an_older_version_let_across(db, two_tenants):
         for set_id in (_one_id(db, IDS["golden_set"], "acme"), _one_id(db, IDS["golden_set"], "globex")):
             db.execute("insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, metrics) "
                        "values (%s, %s, 'gs', 'pipeline', 10, '{}')", [_one_id(db, IDS["collection"], "acme"), set_id])
-    (migration,) = [m for m in migration_files() if m.version == "0035_cross_tenant_refs"]
+    (migration,) = [m for m in migration_files() if m.version == "0021_cross_tenant_refs"]
     with db.transaction():
         db.execute(with_vector_schema(migration.text, "public"))
     pgsift.migrate(db, force=True)   # the function files, as every migrate applies them after

@@ -1,13 +1,17 @@
 """Install and upgrade pgsift in any PostgreSQL that has pgvector.
 
 Numbered files in migrations/ run once, in order, and are recorded with their
-sha256 (a shipped migration never changes); the files in sql/ are
-`create or replace` and re-applied when they (or the migrations under them)
-changed, recorded by one sha256, so running migrate again on an unchanged
-install takes no lock a search or a write waits on. Everything happens in one
-transaction under a lock of the ledger table, which no role but its owner may
-take: two concurrent migrates are safe (two first installs meet on creating the
-schema, and the second tries again) and a failed install leaves nothing behind.
+sha256 (a shipped migration never changes). Before a release its development
+migrations are squashed into fewer files (pgsift.schema.SQUASHES): on a
+database that ran every one of them, migrate records the squash in their place
+and runs nothing; one that ran only some of them is refused, saying what to do.
+The files in sql/ are `create or replace` and re-applied when they (or the
+migrations under them) changed, recorded by one sha256, so running migrate
+again on an unchanged install takes no lock a search or a write waits on.
+Everything happens in one transaction under a lock of the ledger table, which
+no role but its owner may take: two concurrent migrates are safe (two first
+installs meet on creating the schema, and the second tries again) and a failed
+install leaves nothing behind.
 
 Under live traffic: re-applying the function files takes no lock a reader
 waits on (functions and triggers are created or replaced, policies only when
@@ -29,11 +33,14 @@ from . import queries as q
 from .compat import asleep
 from .errors import MigrationError, translate
 from .schema import (
+    SQUASHES,
     dollar_tag,
     function_files,
     functions_sha256,
     migration_files,
+    record_squash_sql,
     replaced,
+    squashes_to_record,
     with_vector_schema,
 )
 
@@ -100,6 +107,13 @@ async def _migrate_once(conn: psycopg.AsyncConnection[Any], force: bool) -> list
             raise MigrationError("the vector extension is not installed and could not be created")
         vector_schema = row[0]
         done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
+        # Migrations squashed since they ran here: their squash is recorded in their place, and
+        # nothing runs (a database that ran only some of them is refused).
+        squashes = squashes_to_record(done)
+        for squash in squashes:
+            await conn.execute(record_squash_sql(squash), prepare=False)
+        if squashes:
+            done = dict(await (await conn.execute(q.APPLIED_MIGRATIONS, prepare=False)).fetchall())
         recorded = await (await conn.execute(q.APPLIED_FUNCTIONS, prepare=False)).fetchone()
         pending = [m for m in migration_files() if m.version not in done]
         for mig in migration_files():
@@ -162,6 +176,11 @@ def install_script() -> str:
         "  end if;\nend\n$extension$;",
     ]
     parts += [s + ";" for s in q.MIGRATE_PRELUDE]
+    shipped = {m.version for m in migration_files()}
+    for squash in SQUASHES:
+        if set(squash.into) <= shipped:
+            parts.append(f"-- release {squash.release}'s squash: recorded in place of the migrations it "
+                         f"replaced, where they ran\n{record_squash_sql(squash)}")
     for mig in migration_files():
         tag = dollar_tag(mig.text, mig.sha256)
         parts.append(

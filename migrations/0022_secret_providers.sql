@@ -1,13 +1,14 @@
--- pgsift 0036: a mapped key goes to its provider, and to the hosts named for
--- it, only (issue 37). A tenant's reranker named any secret_ref of its tenant,
--- whatever provider it called and wherever: sift.register_reranker('x', 'tei',
--- base_url => <a host allowed for the tenant>, secret_ref => 'voyage') sent the
--- operator's Voyage key, as a bearer token, to that host. A mapping now says
--- which provider its key is for (or 'any', which only the operator's explicit
--- choice gives) and the hosts, other than that provider's own endpoint, it may
--- go to; sift.register_reranker refuses a reranker that does not fit its key's
--- mapping (SF008), and sift.reranker_for refuses it at search time (the search
--- goes on without reranking, fault not_allowed).
+-- pgsift 0022 (before the squash of release 0.2.0: 0036): a mapped key goes to
+-- its provider, and to the hosts named for it, only (issue 37). A tenant's
+-- reranker named any secret_ref of its tenant, whatever provider it called and
+-- wherever: sift.register_reranker('x', 'tei', base_url => <a host allowed for
+-- the tenant>, secret_ref => 'voyage') sent the operator's Voyage key, as a
+-- bearer token, to that host. A mapping now says which provider its key is for
+-- (or 'any', which only the operator's explicit choice gives) and the hosts,
+-- other than that provider's own endpoint, it may go to; sift.register_reranker
+-- refuses a reranker that does not fit its key's mapping (SF008), and
+-- sift.reranker_for refuses it at search time (the search goes on without
+-- reranking, fault not_allowed).
 --
 -- Mappings written before say neither, so this upgrade fills them in, failing
 -- closed where it cannot tell:

@@ -1,13 +1,14 @@
--- pgsift 0035: references stay within their tenant. A foreign key is checked
--- as the table's owner, past row-level security: a golden positive took any
--- chunk id, another tenant's included (its trigger, which sees what the
--- caller sees, skipped a chunk it could not see), and an evaluation run any
--- golden set id; a missing id got 23503 instead, which told a tenant which
--- ids another tenant has. Marking the question as having no answer then made
--- the other tenant's deletion of that chunk fail (the key's ON DELETE SET
--- NULL ran into the positives' trigger). The triggers (sql/70_evaluation.sql)
--- now check each reference as the caller sees it and refuse an invisible one
--- exactly like a missing one; unbinding is never refused.
+-- pgsift 0021 (before the squash of release 0.2.0: 0035): references stay
+-- within their tenant. A foreign key is checked as the table's owner, past
+-- row-level security: a golden positive took any chunk id, another tenant's
+-- included (its trigger, which sees what the caller sees, skipped a chunk it
+-- could not see), and an evaluation run any golden set id; a missing id got
+-- 23503 instead, which told a tenant which ids another tenant has. Marking the
+-- question as having no answer then made the other tenant's deletion of that
+-- chunk fail (the key's ON DELETE SET NULL ran into the positives' trigger).
+-- The triggers (sql/70_evaluation.sql) now check each reference as the caller
+-- sees it and refuse an invisible one exactly like a missing one; unbinding is
+-- never refused.
 --
 -- Rows written before: a positive bound to a chunk outside its golden set's
 -- collection is unbound (its text stays: sift.rebind_golden_set binds it

@@ -1,14 +1,14 @@
--- pgsift 0031: a refresh knows which lists' deltas are due for a merge without
--- reading the deltas. Each statement that writes chunks already leaves one row
--- of pending counts; it now also says how many entries it added to which
--- lists' deltas (delta_lexemes, delta_entries), and a refresh adds those to
--- each list's delta_entries as it folds the row. Before, it summed the
--- entries of every delta row of the folded terms: a row per write statement
--- and list, 170,000-500,000 rows at 100,000 chunks after some hours of live
--- writes, read on every refresh (0.1 s for one document of 20 chunks, 0.35 s
--- for 20). Existing deltas are counted here. Pending rows written before name
--- every term they counted as grown by 0, so the first refresh still looks at
--- those terms' lists for a merge due.
+-- pgsift 0019 (before the squash of release 0.2.0: 0031): a refresh knows which
+-- lists' deltas are due for a merge without reading the deltas. Each statement
+-- that writes chunks already leaves one row of pending counts; it now also says
+-- how many entries it added to which lists' deltas (delta_lexemes,
+-- delta_entries), and a refresh adds those to each list's delta_entries as it
+-- folds the row. Before, it summed the entries of every delta row of the folded
+-- terms: a row per write statement and list, 170,000-500,000 rows at 100,000
+-- chunks after some hours of live writes, read on every refresh (0.1 s for one
+-- document of 20 chunks, 0.35 s for 20). Existing deltas are counted here.
+-- Pending rows written before name every term they counted as grown by 0, so
+-- the first refresh still looks at those terms' lists for a merge due.
 
 alter table sift.term_lists add column delta_entries integer not null default 0;
 comment on column sift.term_lists.delta_entries is

@@ -1,13 +1,14 @@
--- pgsift 0032: a search reads only the pending counts of its own terms. Each
--- statement that writes chunks left one row of pending counts holding every
--- lexeme it changed (~2,000 for a document of 20 chunks, out of line), and
--- every lexical search until the next refresh unnested all of them: 10 ms of
--- a 22 ms search with 20 such rows at 100,000 chunks. The counts now go in
--- one row per bucket of lexemes (sift._pending_bucket, 64 of them; ~30
--- lexemes a row, stored inline), and a search looks each of its terms up in
--- the rows of that term's bucket alone. A refresh folds every row, as before.
--- Rows already pending are split here (by sift._pending_bucket's expression:
--- the function files are applied after the migrations).
+-- pgsift 0020 (before the squash of release 0.2.0: 0032): a search reads only
+-- the pending counts of its own terms. Each statement that writes chunks left
+-- one row of pending counts holding every lexeme it changed (~2,000 for a
+-- document of 20 chunks, out of line), and every lexical search until the next
+-- refresh unnested all of them: 10 ms of a 22 ms search with 20 such rows at
+-- 100,000 chunks. The counts now go in one row per bucket of lexemes
+-- (sift._pending_bucket, 64 of them; ~30 lexemes a row, stored inline), and a
+-- search looks each of its terms up in the rows of that term's bucket alone. A
+-- refresh folds every row, as before. Rows already pending are split here (by
+-- sift._pending_bucket's expression: the function files are applied after the
+-- migrations).
 
 alter table sift.term_df_pending add column bucket smallint;
 
