@@ -435,3 +435,111 @@ def test_cli_eval_history_sweep(dsn, client, db, kb, tmp_path, capsys):
                           (["eval", "sweep", "kb", "--knob", "dense_weight", "--values", "0,2"], "dense_weight")):
         assert main(["--dsn", dsn, *argv]) == 2, argv
         assert message in capsys.readouterr().err, argv
+
+
+# -- the same runs from SQL --------------------------------------------------------------
+
+SCORES = ("hit_rate", "mrr", "ndcg", "precision", "recall")
+
+
+def sql_scores(db, golden_set: str, mode: str, knobs: dict | None = None) -> dict:
+    rows = db.execute("select question_key, answerable, chunk_ids, ranked, tokens, legs, hit_rate, mrr, ndcg, "
+                      "precision, recall, coverage, merged from sift.score_golden_set(collection => 'kb', "
+                      "golden_set => %s, k => %s, knobs => %s, mode => %s)",
+                      [golden_set, K, json.dumps(knobs or {}), mode]).fetchall()
+    return {r[0]: r for r in rows}
+
+
+def assert_same_run(db, client, golden_set: str, mode: str, knobs: dict | None = None) -> None:
+    """Python's evaluate and SQL's score_golden_set / evaluate_golden_set on the same set: the same
+    answers, what each hit counts as, every metric of every question, the run's figures and
+    settings."""
+    run = evaluate(client, "kb", golden_set=golden_set, top_k=K, mode=mode, knobs=knobs, store=False)
+    per_q = sql_scores(db, golden_set, mode, knobs)
+    assert list(per_q) == [r.key for r in run.questions]
+    for r in run.questions:
+        _key, answerable, chunk_ids, ranked, tokens, legs, *scores, coverage, merged = per_q[r.key]
+        assert (answerable, chunk_ids, ranked, tokens, legs, merged) == (
+            r.answerable, r.chunk_ids, r.ranked, r.tokens, r.legs or None, r.merged), r.key
+        got = dict(zip(SCORES, scores, strict=True))
+        if r.scores is None:
+            assert got == dict.fromkeys(SCORES), r.key
+        else:
+            assert got == pytest.approx(r.scores, abs=1e-12), r.key
+        assert coverage == (None if r.coverage is None else pytest.approx(r.coverage, abs=1e-12)), r.key
+    [(metrics, settings)] = db.execute(
+        "select metrics, settings from sift.evaluate_golden_set(collection => 'kb', golden_set => %s, k => %s, "
+        "knobs => %s, mode => %s, store => false)", [golden_set, K, json.dumps(knobs or {}), mode]).fetchall()
+    assert set(metrics) == set(run.metrics)
+    for name, value in run.metrics.items():
+        assert metrics[name] == (None if value is None else pytest.approx(value, abs=1e-12)), name
+    assert settings.pop("evaluated_by") == "sift.evaluate_golden_set"
+    want = {k: v for k, v in run.settings.items() if k != "pgsift"}
+    if want["embeddings"].startswith("none: no stored vectors"):
+        want["embeddings"] = "none: no stored vectors (lexical leg only)"   # SQL has no embedder to name
+    assert settings == want
+
+
+@pytest.mark.parametrize("mode", ["pipeline", "dense", "lexical"])
+def test_sql_evaluation_scores_as_python_does(client, db, kb, mode):
+    assert_same_run(db, client, "gold", mode)
+
+
+def test_sql_evaluation_agrees_on_documents_windows_grades_and_unbound_positives(client, db, kb):
+    """The harder cases on the same data: a set judged by document (a document once, at its best
+    rank; an unbound positive of a document already relevant adds nothing), windows of
+    neighbours (a hit standing for the positive in its window, tokens counted once), grades,
+    a question without a vector, and positives no chunk holds."""
+    both_shipping = [0.0, 0.0, 1 / math.sqrt(2), 1 / math.sqrt(2)] + [0.0] * (DIMS - 4)
+    questions = [
+        Question("returns", "where do returns go", positives=[Positive(source_uri="shipping.md", grade=2),
+                                                              Positive(text="Rotterdam every weekday")],
+                 embedding=both_shipping),
+        Question("refund", "refunds paid days", positives=[Positive(text="paid within 14 days", grade=3),
+                                                           Positive(text="need approval by the finance team")]),
+        Question("gone", "laptop encryption", positives=[Positive(text="text no chunk holds", grade=2),
+                                                         Positive(text="full disk encryption")],
+                 embedding=e(5)),
+        Question("shoe", "shoe size", answerable=False, embedding=e(6)),
+    ]
+    for name, level in (("graded", "chunk"), ("docs", "document")):
+        import_golden_set(client, "kb", name, questions, judged_at=level)
+        for knobs in (None, {"neighbours": 1}, {"per_document_cap": 1, "dense_weight": 0.8}):
+            assert_same_run(db, client, name, "pipeline", knobs)
+        assert_same_run(db, client, name, "lexical")
+    with pytest.raises(psycopg.Error, match="dense baseline needs a query vector") as info:
+        sql_scores(db, "docs", "dense")
+    assert info.value.sqlstate == "SF003"
+
+
+def test_sql_evaluation_records_runs_in_the_history(client, db, kb):
+    python = evaluate(client, "kb", top_k=K)
+    [(run_id, created_at, set_name, metrics, previous, delta)] = db.execute(
+        "select run_id, created_at, set_name, metrics, previous_run_id, delta "
+        "from sift.evaluate_golden_set('kb', k => 3)").fetchall()
+    assert set_name == "gold" and run_id > python.run_id and created_at is not None
+    assert previous == python.run_id       # the same golden set, k and label: one series
+    assert metrics == pytest.approx(python.metrics, abs=1e-12)
+    assert delta == pytest.approx(dict.fromkeys(delta, 0.0), abs=1e-12)
+    rows = history(client, "kb")
+    assert [(r.run_id, r.label, r.k) for r in rows] == [(python.run_id, "pipeline", K), (run_id, "pipeline", K)]
+    assert rows[1].settings["evaluated_by"] == "sift.evaluate_golden_set"
+    labelled = db.execute("select run_id, previous_run_id from sift.evaluate_golden_set('kb', k => 3, "
+                          "mode => 'dense', label => 'dense vs sql')").fetchone()
+    assert labelled[1] is None and history(client, "kb")[-1].label == "dense vs sql"
+    # a run of one's own, recorded as the Python package records it
+    recorded = db.execute("select run_id, previous_run_id, delta from sift.record_eval_run('kb', 'gold', "
+                          "'pipeline', 3, '{\"ndcg\": 0.5}', '{\"by\": \"hand\"}')").fetchone()
+    assert recorded[1] == run_id and recorded[2] == pytest.approx({"ndcg": 0.5 - metrics["ndcg"]})
+    # refused before any search: knobs, k, mode, a baseline's hybrid, an unknown set
+    for call, state in (("sift.score_golden_set('kb', knobs => '{\"dense_weight\": 2}')", "23514"),
+                        ("sift.score_golden_set('kb', knobs => '{\"dense_wieght\": 0.5}')", "SF009"),
+                        ("sift.score_golden_set('kb', k => 0)", "SF003"),
+                        ("sift.score_golden_set('kb', mode => 'sparse')", "SF003"),
+                        ("sift.evaluate_golden_set('kb', mode => 'dense', knobs => '{\"hybrid\": true}')", "SF003"),
+                        ("sift.evaluate_golden_set('kb', 'nope')", "SFG01"),
+                        ("sift.record_eval_run('kb', 'nope', 'x', 3, '{}')", "SFG01")):
+        with pytest.raises(psycopg.Error) as info:
+            db.execute(f"select * from {call}")
+        assert info.value.sqlstate == state, call
+    assert len(history(client, "kb")) == 4

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -457,3 +458,90 @@ def test_cli_jsonl_import_uses_header_and_file_name(dsn, client, db, kb, tmp_pat
     assert get_golden_set(client, "kb", "named").judged_at == "document"
     assert main(["--dsn", dsn, "golden", "import", "kb", "--jsonl", str(path)]) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+# -- from SQL -------------------------------------------------------------------------
+
+def test_a_golden_set_from_sql_alone(client, db, kb):
+    """create, add questions with every kind of positive, list, rebind and drop: what the Python
+    import does, as a psql user does it."""
+    set_id = db.execute("select sift.create_golden_set('kb', 'sql', description => 'typed in psql')").fetchone()[0]
+    add = ("select question_id, positives_added, skipped from sift.add_golden_question(collection => 'kb', "
+           "golden_set => 'sql', question_key => %s, question => %s, positives => %s, answerable => %s, "
+           "embedding => %s::vector, skip_missing => %s)")
+    rows = [db.execute(add, args).fetchone() for args in (
+        ("time", "how long do refunds take", json.dumps(["paid within 14 days", {"text": "paid within 14 days",
+                                                                                  "grade": 3}]),
+         True, str(e(0)), False),
+        ("approval", "who approves", json.dumps([{"chunk_id": kb[("refunds.md", 1)], "grade": 2}]), True, None, False),
+        ("returns", "where do returns go", json.dumps([{"source_uri": "shipping.md"}, {"source_uri": "gone.md"}]),
+         True, None, True),
+        ("lost", "a document nobody has", json.dumps([{"source_uri": "gone.md"}]), True, None, True),
+        ("kept", "kept unbound", json.dumps([{"source_uri": "gone.md", "fallback_text": "Once upon a time."}]),
+         True, None, False),
+        ("shoe", "shoe size", "[]", False, None, False))]
+    assert [r[1:] for r in rows] == [(1, []), (1, []), (2, ["gone.md"]), (0, ["gone.md"]), (1, []), (0, [])]
+    assert rows[3][0] is None                       # every positive skipped: the question is left out
+    pos = positives_of(db, "sql")
+    # given twice: kept once, with the higher grade; bound at once (bind defaults to true)
+    assert pos["time"] == [(kb[("refunds.md", 0)], "refunds.md", "paid within 14 days", 3)]
+    assert pos["approval"] == [(kb[("refunds.md", 1)], "refunds.md", CORPUS["refunds.md"][1][1][0], 2)]
+    assert [p[0] for p in pos["returns"]] == [kb[("shipping.md", 0)], kb[("shipping.md", 1)]]
+    assert pos["kept"] == [(None, "gone.md", "Once upon a time.", 1)]
+    [listed] = [s for s in list_golden_sets(client, "kb") if s.name == "sql"]
+    assert (listed.golden_set_id, listed.description, listed.questions, listed.unanswerable, listed.positives,
+            listed.unbound, listed.without_embedding) == (set_id, "typed in psql", 5, 1, 5, 1, 4)
+    assert db.execute("select name, questions from sift.list_golden_sets('kb')").fetchall() == [("sql", 5)]
+    statuses = db.execute("select status, count(*) from sift.rebind_golden_set('kb', null) group by status "
+                          "order by status").fetchall()   # null: the collection's only set
+    assert statuses == [("kept", 4), ("not_found", 1)]
+    # the errors a psql user meets, each named
+    for args, state, message in (
+            (("time", "again", '["x"]', True, None, False), "SF003", 'question "time" is already in golden set'),
+            (("q", "no answer", "[]", True, None, False), "SF003", "has no positive"),
+            (("q", "both", '["x"]', False, None, False), "SF003", "as having no answer but has positives"),
+            (("q", "bad", '[{"txt": "x"}]', True, None, False), "SF003", "unknown positive field(s) txt"),
+            (("q", "bad", '[{"text": "x", "grade": 0}]', True, None, False), "SF003", "grade must be an integer"),
+            (("q", "bad", '[{"grade": 2}]', True, None, False), "SF003", "needs a text, a chunk_id or a source_uri"),
+            (("q", "bad", '[{"chunk_id": 999999}]', True, None, False), "SF003", "chunk 999999 is not in collection"),
+            (("q", "bad", '[{"source_uri": "gone.md"}]', True, None, False), "SF003",
+             'document "gone.md" is not in collection "kb"'),
+            (("q", "bad", '["x"]', True, "[1,0]", False), "SF002", "has 2 dimensions; collection \"kb\" expects 8"),
+            (("  ", "bad", '["x"]', True, None, False), "SF003", "blank key")):
+        with pytest.raises(psycopg.Error, match=re.escape(message)) as info:
+            db.execute(add, args)
+        assert info.value.sqlstate == state, args
+    with pytest.raises(psycopg.Error) as info:
+        db.execute("select sift.create_golden_set('kb', 'sql')")
+    assert info.value.sqlstate == "23505" and "replace => true" in info.value.diag.message_hint
+    with pytest.raises(GoldenSetExists):
+        import_golden_set(client, "kb", "sql", [Question("a", "refunds", positives=[Positive(text="Refunds")])])
+    db.execute("select sift.create_golden_set('kb', 'other', judged_at => 'document')")
+    with pytest.raises(psycopg.Error, match="has 2 golden sets") as info:
+        db.execute("select * from sift.rebind_golden_set('kb', null)")
+    assert info.value.sqlstate == "SF003"
+    replaced = db.execute("select sift.create_golden_set('kb', 'sql', replace => true)").fetchone()[0]
+    assert replaced != set_id and "time" not in positives_of(db, "sql")
+    assert db.execute("select sift.drop_golden_set('kb', 'sql'), sift.drop_golden_set('kb', 'sql')").fetchone() == (
+        True, False)
+    assert [s.name for s in list_golden_sets(client, "kb")] == ["other"]
+
+
+def test_python_import_goes_through_the_sql_functions(client, db, kb, monkeypatch):
+    """The Python import writes nothing itself: every row comes from sift.create_golden_set and
+    sift.add_golden_question (one statement a question, pipelined), then one rebind."""
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def spy(self, query, params=None, **kwargs):
+        sent.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
+    import_golden_set(client, "kb", "gold", [Question(k, "q", positives=[Positive(text="Refunds")]) for k in "abc"])
+    monkeypatch.undo()
+    writes = [s for s in sent if re.search(r"\b(insert|update|delete)\b", s, re.I)]
+    assert writes == []
+    called = [m for s in sent for m in re.findall(r"sift\.(\w+)\(", s)]
+    assert called.count("create_golden_set") == 1 and called.count("add_golden_question") == 3
+    assert called.count("rebind_golden_set") == 1

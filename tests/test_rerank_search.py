@@ -8,9 +8,11 @@ the call on, metering on a read-only connection) hold through the public API.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections import Counter
 
 import numpy as np
 import psycopg
@@ -369,3 +371,133 @@ async def test_async_search_reranks_too(kb, db, dsn):
             result = await client.search("kb", QUERY, embedding=np.ones(DIMS), top_k=4)
     assert result.reranked and result[0].source_uri == "d7" and len(result) == 4
     assert result.rerank.usage_recorded is True and len(usage_rows(db)) == 1
+
+
+# -- one retrieval: the pool is fetched once -------------------------------------------------------
+
+RETRIEVAL = ("search", "rerank_pool", "candidates", "_candidates", "_pool", "_plain_search", "_staged_search")
+
+
+def function_calls(db) -> Counter:
+    """Calls of sift's functions so far (track_functions, flushed for this backend)."""
+    db.execute("select pg_stat_force_next_flush()")
+    db.execute("select pg_stat_clear_snapshot()")
+    return Counter(dict(db.execute("select funcname, calls from pg_stat_user_functions "
+                                   "where schemaname = 'sift'").fetchall()))
+
+
+@contextlib.contextmanager
+def sent(monkeypatch):
+    """The statements a client sends and the transactions it opens, the tenant's binding aside."""
+    seen: dict[str, list] = {"statements": [], "transactions": []}
+    execute, transaction = psycopg.Cursor.execute, psycopg.Connection.transaction
+
+    def spy_execute(self, query, params=None, **kwargs):
+        if query not in (queries.SET_TENANT, queries.PIN_SETTINGS):
+            seen["statements"].append(query)
+        return execute(self, query, params, **kwargs)
+
+    def spy_transaction(self, *args, **kwargs):
+        seen["transactions"].append(self)
+        return transaction(self, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(psycopg.Cursor, "execute", spy_execute)
+        m.setattr(psycopg.Connection, "transaction", spy_transaction)
+        yield seen
+
+
+@pytest.mark.parametrize("fault", [None, "500"])
+def test_a_reranked_search_fetches_its_pool_once(kb, db, monkeypatch, figure, fault):
+    """A reranked search sends 4 statements in 3 transactions (it sent 6 in 5, and ran the legs
+    twice: sift.search, then sift.candidates for the pool): the search statement, which runs no
+    leg when the search reranks; the pool with its texts (sift.rerank_pool, the one retrieval);
+    the metering; sift.finalize on the scores. A fault falls back on that same pool, fused:
+    no second retrieval either."""
+    db.execute("set track_functions = 'all'")
+    with RerankServer(scorer=keyword_scorer({"golden": 0.99}), fault=fault) as server:
+        use_server(kb, server, timeout_ms=500, deadline_ms=1000)
+        enable(kb)
+        kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)    # the connection adapted, the reranker built
+        before = function_calls(db)
+        with sent(monkeypatch) as seen:
+            result = kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+        called = function_calls(db) - before
+    assert result.reranked == (fault is None) and len(result) == 5 and result.rerank.called
+    assert seen["statements"] == [queries.SEARCH_UNLESS_RERANKED, queries.RERANK_POOL, queries.RECORD_USAGE,
+                                  queries.FINALIZE]
+    assert len(seen["transactions"]) == 3
+    # one retrieval, of the pool the reranker scored (50: rerank_top_n); sift.search never ran
+    assert {f: called[f] for f in RETRIEVAL if called[f]} == {"rerank_pool": 1, "_candidates": 1, "_pool": 1}
+    assert called["finalize"] == 1 and called["_reranks"] == 1
+    assert len(server.requests[-1].body["documents"]) == 50
+    figure("statements of a reranked search", len(seen["statements"]))
+    figure("transactions of a reranked search", len(seen["transactions"]))
+    figure("retrievals of a reranked search", called["_candidates"])
+
+
+def test_a_plain_search_is_still_one_statement(kb, db, monkeypatch):
+    """A search that does not rerank sends the one statement it always sent, found or not."""
+    db.execute("set track_functions = 'all'")
+    kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+    for query in (QUERY, "zyzzyva"):
+        before = function_calls(db)
+        with sent(monkeypatch) as seen:
+            result = kb.search("kb", query, top_k=5)
+        called = function_calls(db) - before
+        assert (len(result) > 0) == (query == QUERY) and result.rerank is None
+        assert seen["statements"] == [queries.SEARCH_UNLESS_RERANKED] and len(seen["transactions"]) == 1
+        assert {f: called[f] for f in RETRIEVAL if called[f]} == {"search": 1, "_plain_search": 1}
+
+
+def test_reranking_switched_off_between_the_two_statements_still_answers(kb, db, dsn, monkeypatch):
+    """The pool is taken as the database has it then: were reranking switched off after the
+    search statement said it reranks, the search answers from that pool, fused, never empty."""
+    with RerankServer(scorer=keyword_scorer({"golden": 0.99})) as server:
+        use_server(kb, server)
+        enable(kb)
+        execute = psycopg.Cursor.execute
+
+        def switch_off_first(self, query, params=None, **kwargs):
+            if query == queries.RERANK_POOL:   # (committed by another session, before the pool is read)
+                kb.alter_collection("kb", rerank=False)
+            return execute(self, query, params, **kwargs)
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            monkeypatch.setattr(psycopg.Cursor, "execute", switch_off_first)
+            result = Client(conn, tenant=TENANT).search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
+            monkeypatch.undo()
+    assert len(result) == 5 and not result.reranked and result.rerank.skip == "off"
+    assert server.requests == [] and usage_rows(db) == []
+
+
+def test_rerank_pool_from_sql(kb, db):
+    """sift.rerank_pool: the pool a search reranks, with the texts the reranker scores and the
+    reranker, in one statement; what sift.candidates and sift.rerank_texts give in two."""
+    with RerankServer() as server:
+        use_server(kb, server)
+        enable(kb, top_n=20)
+        db.execute("update sift.chunks set context = 'Handbook' where ordinal = 1")
+        with kb.transaction() as conn:
+            args = {"q": QUERY, "v": "[" + ",".join(["1"] * DIMS) + "]"}
+            pool = conn.execute("select ord, chunk_id, fused_rank, document, more, reranker_config "
+                                "from sift.rerank_pool('kb', %(q)s, %(v)s::vector, match_count => 5)", args).fetchall()
+            fused = conn.execute("select chunk_id from sift.candidates('kb', %(q)s, %(v)s::vector, match_count => 20) "
+                                 "order by fused_rank", args).fetchall()
+            texts = conn.execute("select document from sift.rerank_texts(%s)", [[r[1] for r in pool]]).fetchall()
+            config = conn.execute("select to_jsonb(r) from sift.reranker_for('kb') r").fetchone()[0]
+            sized = conn.execute("select count(*), bool_and(more) from sift.rerank_pool('kb', %(q)s, %(v)s::vector, "
+                                 "pool_size => 3)", args).fetchone()
+            off = conn.execute("select count(*), bool_and(reranker_config is null) from sift.rerank_pool('kb', %(q)s, "
+                               "%(v)s::vector, match_count => 4, knobs => '{\"rerank\": false}')", args).fetchone()
+            named = conn.execute("select reranker_config ->> 'chosen_by' from sift.rerank_pool('kb', %(q)s, "
+                                 "%(v)s::vector, knobs => '{\"rerank\": false}', reranker => 'voy') limit 1",
+                                 args).fetchone()[0]
+            with pytest.raises(psycopg.Error) as info, conn.transaction():
+                conn.execute("select * from sift.rerank_pool('kb', %(q)s, reranker => 'nowhere')", args)
+            assert info.value.sqlstate == "SF008"
+    assert [r[0] for r in pool] == list(range(1, 21))              # widened to rerank_top_n
+    assert [r[1] for r in pool] == [r[0] for r in fused][:20] and all(r[4] for r in pool)   # the pool goes on
+    assert [r[3] for r in pool] == [t[0] for t in texts] and any(t.startswith("Handbook\n\n") for t, in texts)
+    assert all(r[5] == config for r in pool) and config["alias"] == "voy"
+    assert sized == (3, True) and off == (4, True) and named == "named"

@@ -275,6 +275,15 @@ def aligned_texts(rows: list[tuple[int, int, str]], n: int) -> list[str]:
     return texts
 
 
+def pooled(rows: list[dict[str, Any]]) -> tuple[RerankerConfig | None, list[Candidate], list[str], bool]:
+    """sift.rerank_pool's rows as (the reranker SQL chose, the pool in fused order, the text of each
+    candidate, whether the fused pool goes on past it)."""
+    names = [f.name for f in dataclasses.fields(Candidate)]
+    pool = [Candidate(**{name: row[name] for name in names}) for row in rows]
+    config = RerankerConfig(**rows[0]["reranker_config"]) if rows and rows[0]["reranker_config"] else None
+    return config, pool, [row["document"] or "" for row in rows], bool(rows and rows[0]["more"])
+
+
 def with_legs(final: list[Hit], pool: list[Candidate], rerank_scores: dict[int, float],
               reranker: str | None = None) -> list[Hit]:
     """finalize knows nothing of the legs nor of the reranker: put each hit's leg columns back

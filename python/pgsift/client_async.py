@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
 
 from . import calls, enrich, vectors
 from . import queries as q
@@ -633,10 +634,11 @@ class AsyncClient:
         knobs override the collections' settings for this call (see `knobs()`; None = off).
 
         When the collections use a reranker (the rerank knob and a reranker named) the pool
-        widens to rerank_top_n, the reranker scores it (`context`: recent conversation, before
-        the reranker's query only) and sift.finalize applies the ranking knobs to its scores.
-        Any reranker fault falls back to the fused ranking, logged; `result.rerank` says what
-        happened.
+        widens to rerank_top_n and comes back with its texts instead of the hits (sift.rerank_pool,
+        in the search's transaction: the legs run once), the reranker scores it (`context`:
+        recent conversation, before the reranker's query only) and sift.finalize applies the
+        ranking knobs to its scores. Any reranker fault falls back to the fused ranking of that
+        same pool, logged; `result.rerank` says what happened.
 
         `query_tokens` (the question's token vectors from a late-interaction model, one per
         token): MaxSim reranks the fused top late_interaction_top_n in SQL against the chunks'
@@ -649,7 +651,16 @@ class AsyncClient:
         `Hit.leg_details` says what each gave."""
         params = calls.late_params(self._params(collection, query, embedding, top_k, filter, knobs, space_embeddings,
                                                 space_weights), query_tokens)
-        hits: list[Hit] = await self._rows([(q.SEARCH, params)], Hit)
+        if query_tokens is None and query.strip() and top_k > 0:
+            # The answer, or, when the search reranks, the pool the reranker scores (with its
+            # texts) instead: never both, so the legs run once either way.
+            pool, hits = await self._search_or_pool(params)
+            if pool:
+                config, candidates, texts, more = calls.pooled(pool)
+                reranked = await self._scored(config, candidates, texts, more, query, top_k, context)
+                return await self._finalized(collection, reranked, top_k, knobs, query)
+        else:
+            hits = await self._rows([(q.SEARCH, params)], Hit)
         if not hits:
             return SearchResult(hits)
         if hits[0].reranker is None:
@@ -658,12 +669,30 @@ class AsyncClient:
                 outcome = RerankOutcome.unchanged(len(hits), fault="no_reranker", reason=hits[0].rerank_refused)
                 log_fault(outcome)
             return SearchResult(hits, rerank=outcome)
-        if not query.strip() or top_k <= 0:
-            skip, why = ("top_k", "top_k <= 0") if top_k <= 0 else ("blank_query", "blank query")
-            return SearchResult(hits, rerank=RerankOutcome.unchanged(
-                len(hits), skip=skip, alias=hits[0].reranker, reason=f"{why}: no rerank call"))
-        reranked = await self._rerank(params, query, top_k, context, None)
-        return await self._finalized(collection, reranked, top_k, knobs, query)
+        # Named, but not reranked: a search that reranks took its pool above, so this one has a
+        # blank query or top_k <= 0, and no call is made.
+        skip, why = ("top_k", "top_k <= 0") if top_k <= 0 else ("blank_query", "blank query")
+        return SearchResult(hits, rerank=RerankOutcome.unchanged(
+            len(hits), skip=skip, alias=hits[0].reranker, reason=f"{why}: no rerank call"))
+
+    async def _search_or_pool(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Hit]]:
+        """The search's hits; when it reranks, its pool instead (sift.rerank_pool's rows): the
+        search statement then runs no leg and gives one row of nulls, and the pool comes in
+        the same transaction, a round trip later. The legs run once either way."""
+        async with self._connection() as conn:
+            try:
+                async with conn.pipeline(), conn.transaction():
+                    await self._begin(conn)
+                    cur = conn.cursor(row_factory=dataclass_row(Hit))
+                    await cur.execute(q.SEARCH_UNLESS_RERANKED, params, prepare=False)
+                    hits: list[Hit] = await cur.fetchall()
+                    if not hits or hits[0].chunk_id is not None:
+                        return [], hits
+                    pool = conn.cursor(row_factory=dict_row)
+                    await pool.execute(q.RERANK_POOL, {**params, "reranker": None, "pool_size": None}, prepare=False)
+                    return await pool.fetchall(), []
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
 
     async def _finalized(self, collection: Any, reranked: Reranked, top_k: int,
                          knobs: dict[str, Any], query: str | None = None) -> SearchResult:
@@ -710,7 +739,8 @@ class AsyncClient:
             return Page.of(hits, rerank=outcome)
         # A reranked page: the window (the cursor's, else the knob's) reranked, then cut in SQL.
         window = calls.cursor_window(cursor) or await self._page_window(params)
-        reranked = await self._rerank({**params, "match_count": window}, query, window, context, None, size=window)
+        reranked = await self._rerank({**params, "match_count": window}, query, window, context, None, size=window,
+                                      config=config)
         outcome = reranked.outcome
         ids = [c.chunk_id for c in reranked.pool]
         scores = outcome.finalize_scores() or [c.score for c in reranked.pool]
@@ -740,16 +770,32 @@ class AsyncClient:
     async def _rerank(self, params: dict[str, Any], query: str, top_k: int, context: Any,
                       reranker: str | None, size: int | None = None,
                       config: RerankerConfig | None = None) -> Reranked:
-        config = config or await self._reranker_for(params, reranker)
-        size = size or calls.pool_size(top_k, config)
-        async with self.transaction() as conn:
-            cur = conn.cursor(row_factory=dataclass_row(Candidate))
-            await cur.execute(q.RERANK_POOL, {**params, "match_count": size}, prepare=False)
-            pool = await cur.fetchall()
-            more = len(pool) > size
-            pool = pool[:size]
-            cur2 = await conn.execute(q.RERANK_TEXTS, {"chunk_ids": [c.chunk_id for c in pool]}, prepare=False)
-            texts = calls.aligned_texts(await cur2.fetchall(), len(pool))
+        """The pool (sift.rerank_pool: candidates and texts in one statement, `size` of them, else
+        as many as the reranker scores) with the reranker when it is not given (sift.reranker_for,
+        in the same round trip), then the rerank call."""
+        args = {**params, "reranker": reranker, "pool_size": size or (None if config is None
+                                                                      else calls.pool_size(top_k, config))}
+        async with self._connection() as conn:
+            try:
+                async with conn.pipeline(), conn.transaction():
+                    await self._begin(conn)
+                    chosen = None
+                    if config is None:
+                        chosen = conn.cursor(row_factory=dataclass_row(RerankerConfig))
+                        await chosen.execute(q.RERANKER_FOR, args, prepare=False)
+                    pool = conn.cursor(row_factory=dict_row)
+                    await pool.execute(q.RERANK_POOL, args, prepare=False)
+                    if chosen is not None:
+                        config = await chosen.fetchone()
+                    rows = await pool.fetchall()
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+        _, candidates, texts, more = calls.pooled(rows)
+        return await self._scored(config, candidates, texts, more, query, top_k, context)
+
+    async def _scored(self, config: RerankerConfig | None, pool: list[Candidate], texts: list[str], more: bool,
+                      query: str, top_k: int, context: Any) -> Reranked:
+        """The rerank call on a pool already fetched (never raises for a reranker fault), metered."""
         outcome = await rerank_search(config, query=query, pool_texts=texts, top_k=top_k, conversation=context,
                                       resolver=self.secrets)
         return Reranked(config=config, pool=pool, texts=texts, outcome=await self._meter(outcome), more=more)

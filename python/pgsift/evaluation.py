@@ -10,9 +10,14 @@ Two layers:
 * :func:`evaluate` runs every question of a golden set through
   ``Client.search`` (the exact call an application makes: the same fusion,
   knobs and whatever the client adds to it), scores the rankings, measures
-  what the answers cost (tokens and results per question) and stores the run
-  in ``sift.eval_runs``. :func:`sweep` does it for each value of one knob and
+  what the answers cost (tokens and results per question) and records the run
+  (``sift.record_eval_run``). :func:`sweep` does it for each value of one knob and
   :func:`plot_sweep` draws the result.
+
+From psql, ``sift.score_golden_set`` and ``sift.evaluate_golden_set`` do what
+:func:`evaluate` does for a client without an embedder or a reranker (SQL
+never calls out), with the same definitions: ``tests/test_evaluation.py``
+holds the two equal, question by question, on the same runs.
 
 Knobs are the database's: which exist, which a sweep can walk (the numeric
 ones a call may set) and whether a value is in range all come from
@@ -337,8 +342,8 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
     ``settings["effective"]`` is every knob in force (the collection's settings with
     this run's overrides); ``settings["legs"]`` counts, per leg, the questions whose
     search ran it (read from the answer's rows, so a question with no result is not
-    counted). The run is stored in sift.eval_runs unless ``store`` is false; ``delta``
-    is against the previous stored run with the same golden set, k and label.
+    counted). The run is recorded (sift.record_eval_run) unless ``store`` is false;
+    ``delta`` is against the previous stored run with the same golden set, k and label.
     """
     if mode not in MODES:
         raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -427,17 +432,14 @@ def evaluate(client: Client, collection: str, *, golden_set: str | None = None, 
 
 
 def _store(client: Client, run: EvalRun, gs: GoldenSet) -> None:
-    params = {"collection": run.collection, "golden_set_id": gs.golden_set_id, "golden_set": gs.name,
-              "label": run.label, "k": run.k, "settings": Jsonb(run.settings), "metrics": Jsonb(run.metrics)}
+    """Record the run (sift.record_eval_run): its id, when, and its delta against the previous
+    run of the same golden set, k and label."""
+    params = {"collection": run.collection, "golden_set": gs.name, "label": run.label, "k": run.k,
+              "settings": Jsonb(run.settings), "metrics": Jsonb(run.metrics)}
     with client.transaction() as conn:
-        stored = conn.execute(q.INSERT_RUN, params, prepare=False).fetchone()
-        assert stored is not None   # sift._collection raised otherwise
-        run.run_id, run.created_at = stored
-        row = conn.cursor(row_factory=class_row(HistoryRow)).execute(q.HISTORY_OF_RUNS, {
-            "collection": run.collection, "golden_set": gs.name, "run_ids": [run.run_id]},
-            prepare=False).fetchone()
-    if row is not None:
-        run.previous_run_id, run.delta = row.previous_run_id, row.delta
+        stored = conn.execute(q.RECORD_RUN, params, prepare=False).fetchone()
+    assert stored is not None   # sift._collection and sift._golden_set raised otherwise
+    run.run_id, run.created_at, run.previous_run_id, run.delta = stored
 
 
 def history(client: Client, collection: str, *, golden_set: str | None = None,

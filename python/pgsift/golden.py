@@ -9,9 +9,11 @@ chunks split it), makes a positive given by its document every chunk the
 document has now, and reports every positive it could not bind instead of
 guessing.
 
-Everything here runs through the public Client: its own SQL (pgsift.queries)
-inside ``client.transaction()``, so the tenant is the client's and errors are
-typed (GoldenSetNotFound, GoldenSetExists, ...).
+Everything here runs through the public Client: the SQL functions a psql user
+calls too (sift.create_golden_set, sift.add_golden_question,
+sift.rebind_golden_set, sift.list_golden_sets, sift.drop_golden_set; see
+docs/evaluation.md), inside ``client.transaction()``, so the tenant is the
+client's and errors are typed (GoldenSetNotFound, GoldenSetExists, ...).
 
 Sources:
 
@@ -53,6 +55,7 @@ from .beir import load_beir, read_qrels
 from .client import Client
 from .errors import DimensionMismatch, GoldenSetExists, GoldenSetNotFound, InvalidArgument
 from .models import Chunk, Document
+from .vectors import Vec
 
 JUDGED_AT = ("chunk", "document")
 HEADER_KEY = "pgsift_golden_set"
@@ -307,9 +310,10 @@ def beir_documents(dataset: Path | str, *, model: str | None = None) -> Iterator
 # -- sets ---------------------------------------------------------------------------
 
 def list_golden_sets(client: Client, collection: str) -> list[GoldenSet]:
+    """The collection's golden sets with their counts (sift.list_golden_sets)."""
     with client.transaction() as conn:
         cur = conn.cursor(row_factory=class_row(GoldenSet))
-        return cur.execute(q.LIST_GOLDEN_SETS, {"collection": collection}, prepare=False).fetchall()
+        return cur.execute(q.GOLDEN_SETS, {"collection": collection}, prepare=False).fetchall()
 
 
 def get_golden_set(client: Client, collection: str, name: str | None = None) -> GoldenSet:
@@ -317,9 +321,8 @@ def get_golden_set(client: Client, collection: str, name: str | None = None) -> 
     if name is not None:
         with client.transaction() as conn:
             cur = conn.cursor(row_factory=class_row(GoldenSet))
-            found = cur.execute(q.GET_GOLDEN_SET, {"collection": collection, "name": name},
-                                prepare=False).fetchone()
-        if found is None:   # sift._golden_set raises SFG01 first; never reached
+            found = cur.execute(q.GOLDEN_SET, {"collection": collection, "name": name}, prepare=False).fetchone()
+        if found is None:
             raise GoldenSetNotFound(f'unknown golden set "{name}" in collection "{collection}"')
         return found
     sets = list_golden_sets(client, collection)
@@ -333,10 +336,11 @@ def get_golden_set(client: Client, collection: str, name: str | None = None) -> 
 
 
 def delete_golden_set(client: Client, collection: str, name: str) -> bool:
-    """Delete a golden set with its questions; its evaluation runs stay in the history."""
+    """Delete a golden set with its questions (sift.drop_golden_set); its evaluation runs stay
+    in the history."""
     with client.transaction() as conn:
-        return conn.execute(q.DELETE_GOLDEN_SET, {"collection": collection, "name": name},
-                            prepare=False).fetchone() is not None
+        row = conn.execute(q.DROP_GOLDEN_SET, {"collection": collection, "name": name}, prepare=False).fetchone()
+    return bool(row and row[0])
 
 
 def load_questions(client: Client, gs: GoldenSet) -> tuple[list[StoredQuestion], dict[int, list[StoredPositive]]]:
@@ -389,66 +393,16 @@ def _validate(questions: list[Question]) -> None:
                 raise InvalidArgument(f"{where}: grade must be an integer >= 1, got {p.grade!r}")
 
 
-PositiveRow = dict[str, Any]
-
-
-def _positive_rows(conn: psycopg.Connection[Any], collection: str, questions: list[Question],
-                   fallback_text: Mapping[str, str], skip_missing: bool,
-                   skipped: list[tuple[str, str]]) -> list[list[PositiveRow]]:
-    """Each question's positives as rows to insert (chunk_id, source_uri, content, grade)."""
-    chunk_ids = sorted({p.chunk_id for qu in questions for p in qu.positives if p.chunk_id is not None})
-    by_id: dict[int, tuple[int, str, str]] = {
-        r[0]: (r[0], r[1], r[2]) for r in conn.execute(
-            q.CHUNKS_BY_ID, {"collection": collection, "chunk_ids": chunk_ids}, prepare=False)}
-    whole_docs = sorted({p.source_uri for qu in questions for p in qu.positives
-                         if p.chunk_id is None and p.source_uri and not (p.text and p.text.strip())})
-    of_doc: dict[str, list[tuple[int, str]]] = {}
-    for source_uri, chunk_id, content in conn.execute(
-            q.CHUNKS_OF_DOCUMENTS, {"collection": collection, "source_uris": whole_docs}, prepare=False):
-        of_doc.setdefault(source_uri, []).append((chunk_id, content))
-
+def _positives_json(question: Question, fallback_text: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A question's positives as sift.add_golden_question takes them; a document given alone
+    carries its fallback text, which stores it unbound when the collection lacks the document."""
     out = []
-    for question in questions:
-        where = f"question {question.key!r}"
-        rows: dict[tuple[Any, ...], PositiveRow] = {}
-
-        def add(chunk_id: int | None, source_uri: str | None, content: str, grade: int,
-                whole_document: bool = False, rows: dict[tuple[Any, ...], PositiveRow] = rows) -> None:
-            key = (chunk_id, content) if chunk_id is not None else (None, source_uri, content)
-            if key in rows:
-                # (the document's row, when the same chunk is also given by id or text)
-                whole_document = rows[key]["whole_document"] = whole_document or rows[key]["whole_document"]
-                if rows[key]["grade"] >= grade:
-                    return
-            rows[key] = {"chunk_id": chunk_id, "source_uri": source_uri, "content": content,
-                         "grade": grade, "whole_document": whole_document}
-
-        for p in question.positives:
-            text = p.text if p.text and p.text.strip() else None
-            if p.chunk_id is not None and p.chunk_id in by_id and (
-                    text is None or text in by_id[p.chunk_id][1]):
-                _, content, source_uri = by_id[p.chunk_id]
-                add(p.chunk_id, p.source_uri or source_uri, text or content, p.grade)
-            elif p.chunk_id is not None and text is None:
-                raise InvalidArgument(f"{where}: chunk {p.chunk_id} is not in collection "
-                                      f'"{collection}" (give the positive\'s text to bind it by text)')
-            elif text is not None:
-                # The text is what lasts: a chunk id from elsewhere (an export of another
-                # collection, a re-chunked one) that does not hold it is ignored.
-                add(None, p.source_uri, text, p.grade)      # bound by rebind, below
-            elif p.source_uri is not None and p.source_uri in of_doc:
-                # The document itself: rebind makes it every chunk the document has then.
-                for chunk_id, content in of_doc[p.source_uri]:
-                    add(chunk_id, p.source_uri, content, p.grade, whole_document=True)
-            elif p.source_uri is not None and fallback_text.get(p.source_uri, "").strip():
-                add(None, p.source_uri, fallback_text[p.source_uri], p.grade,     # reported unbound
-                    whole_document=True)
-            elif skip_missing and p.source_uri is not None:
-                skipped.append((question.key, p.source_uri))
-            else:
-                raise InvalidArgument(f'{where}: document "{p.source_uri}" is not in collection '
-                                      f'"{collection}" (give the positive\'s text to import it unbound)')
-        out.append(list(rows.values()))
+    for p in question.positives:
+        row: dict[str, Any] = {"text": p.text, "chunk_id": p.chunk_id, "source_uri": p.source_uri,
+                               "grade": p.grade}
+        if p.chunk_id is None and not (p.text and p.text.strip()) and p.source_uri in fallback_text:
+            row["fallback_text"] = fallback_text[str(p.source_uri)]
+        out.append({k: v for k, v in row.items() if v is not None})
     return out
 
 
@@ -457,9 +411,10 @@ def import_golden_set(client: Client, collection: str, name: str, questions: Ite
                       description: str | None = None, replace: bool = False,
                       fallback_text: Mapping[str, str] | None = None,
                       skip_missing: bool = False) -> ImportReport:
-    """Store questions as golden set ``name`` of the collection, in one transaction.
+    """Store questions as golden set ``name`` of the collection, in one transaction
+    (sift.create_golden_set, then sift.add_golden_question for each question).
 
-    Positives given by text are bound to the chunk that holds the text (as
+    Positives given by text are bound to the chunk that holds it (as
     :func:`rebind` does); the report lists those that could not be bound. A
     document given by source_uri alone that is not in the collection is refused,
     unless ``fallback_text`` has its text (then it is stored unbound and reported), or
@@ -476,36 +431,34 @@ def import_golden_set(client: Client, collection: str, name: str, questions: Ite
     dims = client.get_collection(collection).embedding_dims
     vectors = [_vector(qu.embedding, dims, f"question {qu.key!r}") for qu in questions]
     params = {"collection": collection, "name": name}
+    rows = [{**params, "question_key": qu.key, "question": qu.text, "answerable": qu.answerable,
+             "positives": calls.json_arg(_positives_json(qu, fallback_text or {}),
+                                         f"the positives of question {qu.key!r}"),
+             "embedding": None if vector is None else Vec(vector, f"the embedding of question {qu.key!r}"),
+             "metadata": calls.json_arg(dict(qu.metadata or {}), f"the metadata of question {qu.key!r}"),
+             "skip_missing": skip_missing}
+            for qu, vector in zip(questions, vectors, strict=True)]
     skipped: list[tuple[str, str]] = []
+    left_out: list[str] = []
     with client.transaction() as conn:
-        positives = _positive_rows(conn, collection, questions, fallback_text or {}, skip_missing, skipped)
-        kept = [(qu, vec, rows) for qu, vec, rows in zip(questions, vectors, positives, strict=True)
-                if rows or not qu.answerable]
-        if not kept:
+        conn.execute(q.CREATE_GOLDEN_SET, {**params, "judged_at": judged_at, "source": source,
+                                           "description": description, "replace": replace}, prepare=False)
+        # One round trip (pipelined), never a server-side prepared statement (transaction poolers).
+        cursors = [conn.cursor() for _ in rows]
+        with conn.pipeline():
+            for cur, row in zip(cursors, rows, strict=True):
+                cur.execute(q.ADD_GOLDEN_QUESTION, row, prepare=False)
+        for question, cur in zip(questions, cursors, strict=True):
+            question_id, _added, missing = cur.fetchone() or (None, 0, [])
+            skipped += [(question.key, uri) for uri in missing]
+            if question_id is None:
+                left_out.append(question.key)
+        if len(left_out) == len(questions):
             raise InvalidArgument("no question is left to import (none of their documents is known)")
-        if replace:
-            conn.execute(q.DELETE_GOLDEN_SET, params, prepare=False)
-        created = conn.execute(q.CREATE_GOLDEN_SET, {**params, "judged_at": judged_at, "source": source,
-                                                     "description": description}, prepare=False).fetchone()
-        assert created is not None   # sift._collection raised otherwise
-        cur = conn.cursor()
-        for question, vector, rows in kept:
-            row = cur.execute(q.INSERT_QUESTION, {
-                "golden_set_id": created[0], "question_key": question.key, "question": question.text,
-                "answerable": question.answerable, "embedding": vector,
-                "metadata": calls.json_arg(dict(question.metadata or {}),
-                                           f"the metadata of question {question.key!r}")}, prepare=False).fetchone()
-            assert row is not None
-            if rows:
-                # One round trip, never a server-side prepared statement (transaction poolers).
-                with conn.pipeline():
-                    for r in rows:
-                        cur.execute(q.INSERT_POSITIVE, {**r, "question_id": row[0]}, prepare=False)
         bindings = _rebind(conn, params)
     return ImportReport(golden_set=get_golden_set(client, collection, name),
                         rebind=RebindReport(golden_set=name, bindings=bindings), skipped=skipped,
-                        skipped_questions=[qu.key for qu, rows in zip(questions, positives, strict=True)
-                                           if qu.answerable and not rows])
+                        skipped_questions=left_out)
 
 
 def _rebind(conn: psycopg.Connection[Any], params: dict[str, Any]) -> list[Binding]:

@@ -385,11 +385,28 @@ from sift.reranker_for(collection => %(collection)s::text, collections => %(coll
                        knobs => %(knobs)s::jsonb, reranker => %(reranker)s::text)
 """)
 
-# The pool a reranker scores: the first match_count candidates in fused order (sift.candidates
-# returns the union of the legs, which may be longer), and one more to tell whether it goes on.
-RERANK_POOL = sql.SQL("{} limit %(match_count)s + 1").format(CANDIDATES)
+# The pool a reranker scores, in fused order, with the text it scores for each candidate, whether
+# the fused pool goes on past it, and the reranker (sift.rerank_pool): one statement, one
+# retrieval. pool_size null: the size a search reranks (max(match_count, rerank_top_n)).
+RERANK_POOL = sql.SQL("select {}, document, more, reranker_config from sift.rerank_pool(" + _SEARCH_ARGS
+                      + ", reranker => %(reranker)s::text, pool_size => %(pool_size)s::integer)").format(
+    columns(models.Candidate)).as_string()
 
-RERANK_TEXTS = "select ord, chunk_id, document from sift.rerank_texts(chunk_ids => %(chunk_ids)s::bigint[])"
+# A search's first statement: its hits, unless it reranks (sift.search would name a reranker);
+# then one row of nulls (chunk_id null: never a hit) and no hit, and the search never runs (a
+# one-time filter: its function is not called), so that the client takes the pool instead
+# (RERANK_POOL) and the legs run once. Without a collection that names a reranker the test is
+# one lookup. (Rendered once, here: composed of many identifiers, it costs a render a call.)
+SEARCH_UNLESS_RERANKED = sql.SQL("""
+select {} from (
+    select sift._reranks(collection => %(collection)s::text, collections => %(collections)s::text[],
+                         knobs => %(knobs)s::jsonb) as reranks
+    offset 0) g
+left join lateral (
+    select * from sift.search(""" + _SEARCH_ARGS + """, query_tokens => %(query_tokens)s) s
+    where not g.reranks
+    offset 0) h on true
+where g.reranks or h.chunk_id is not null""").format(columns(models.Hit, "h")).as_string()
 
 REGISTER_RERANKER_ARGS = {
     "alias": "text",
@@ -455,80 +472,33 @@ select c.name from sift.store_calibrated_threshold(
 
 # -- golden sets and evaluation --------------------------------------------------------------
 
-GOLDEN_SET_COLUMNS = (
-    "s.golden_set_id, s.name::text, s.judged_at, s.source, s.description, s.created_at, "
-    "(select count(*) from sift.golden_questions q where q.golden_set_id = s.golden_set_id)::int "
-    "as questions, "
-    "(select count(*) from sift.golden_questions q where q.golden_set_id = s.golden_set_id "
-    "and not q.answerable)::int as unanswerable, "
-    "(select count(*) from sift.golden_positives p join sift.golden_questions q using (question_id) "
-    "where q.golden_set_id = s.golden_set_id)::int as positives, "
-    "(select count(*) from sift.golden_positives p join sift.golden_questions q using (question_id) "
-    "where q.golden_set_id = s.golden_set_id and p.chunk_id is null)::int as unbound, "
-    "(select count(*) from sift.golden_questions q where q.golden_set_id = s.golden_set_id "
-    "and q.embedding is null)::int as without_embedding"
-)
-
-LIST_GOLDEN_SETS = f"""
-select {GOLDEN_SET_COLUMNS}
-from sift._collection(collection => %(collection)s::text) c
-join sift.golden_sets s on s.collection_id = c.collection_id
-order by s.name, s.golden_set_id
+GOLDEN_SETS = """
+select golden_set_id, name, judged_at, source, description, created_at, questions, unanswerable, positives,
+       unbound, without_embedding
+from sift.list_golden_sets(collection => %(collection)s::text)
 """
 
-GET_GOLDEN_SET = f"""
-select {GOLDEN_SET_COLUMNS}
-from sift._golden_set(col => sift._collection(collection => %(collection)s::text),
-                      golden_set => %(name)s::text) s
-"""
+GOLDEN_SET = GOLDEN_SETS + "where name = %(name)s::text"
 
 CREATE_GOLDEN_SET = """
-insert into sift.golden_sets (collection_id, name, judged_at, source, description)
-select c.collection_id, %(name)s::text, %(judged_at)s::text, %(source)s::text, %(description)s::text
-from sift._collection(collection => %(collection)s::text) c
-returning golden_set_id
+select sift.create_golden_set(collection => %(collection)s::text, golden_set => %(name)s::text,
+                              judged_at => %(judged_at)s::text, source => %(source)s::text,
+                              description => %(description)s::text, replace => %(replace)s::boolean)
 """
 
-DELETE_GOLDEN_SET = """
-delete from sift.golden_sets s
-using sift._collection(collection => %(collection)s::text) c
-where s.collection_id = c.collection_id and s.name = %(name)s::text
-returning s.golden_set_id
+DROP_GOLDEN_SET = """
+select sift.drop_golden_set(collection => %(collection)s::text, golden_set => %(name)s::text)
 """
 
-# The embedding travels as float8[]: pgvector's assignment cast turns it into
-# the column's vector wherever the extension lives.
-INSERT_QUESTION = """
-insert into sift.golden_questions (golden_set_id, question_key, question, answerable, embedding, metadata)
-values (%(golden_set_id)s::bigint, %(question_key)s::text, %(question)s::text, %(answerable)s::boolean,
-        %(embedding)s::float8[], %(metadata)s::jsonb)
-returning question_id
-"""
-
-INSERT_POSITIVE = """
-insert into sift.golden_positives (question_id, chunk_id, source_uri, content, grade, whole_document)
-values (%(question_id)s::bigint, %(chunk_id)s::bigint, %(source_uri)s::text, %(content)s::text,
-        %(grade)s::integer, %(whole_document)s::boolean)
-"""
-
-# Chunks of the collection by id (a positive given by chunk_id).
-CHUNKS_BY_ID = """
-select k.chunk_id, k.content, d.source_uri
-from sift._collection(collection => %(collection)s::text) c
-join sift.chunks k on k.collection_id = c.collection_id
-join sift.documents d on d.document_id = k.document_id
-where k.chunk_id = any (%(chunk_ids)s::bigint[])
-order by k.chunk_id
-"""
-
-# Every chunk of the given documents (a positive given by document only).
-CHUNKS_OF_DOCUMENTS = """
-select d.source_uri, k.chunk_id, k.content
-from sift._collection(collection => %(collection)s::text) c
-join sift.documents d on d.collection_id = c.collection_id
-join sift.chunks k on k.document_id = d.document_id
-where d.source_uri = any (%(source_uris)s::text[])
-order by d.source_uri, k.ordinal, k.chunk_id
+# A question and its positives (a JSON array: text, chunk_id, source_uri, grade, fallback_text);
+# bound once at the end of an import (REBIND), not one question at a time.
+ADD_GOLDEN_QUESTION = """
+select question_id, positives_added, skipped
+from sift.add_golden_question(collection => %(collection)s::text, golden_set => %(name)s::text,
+                              question_key => %(question_key)s::text, question => %(question)s::text,
+                              positives => %(positives)s::jsonb, answerable => %(answerable)s::boolean,
+                              embedding => %(embedding)s, metadata => %(metadata)s::jsonb,
+                              skip_missing => %(skip_missing)s::boolean, bind => false)
 """
 
 # The document of each chunk (calibration judges documents).
@@ -571,25 +541,17 @@ where k.chunk_id = any (%(chunk_ids)s::bigint[])
 order by k.chunk_id
 """
 
-INSERT_RUN = """
-insert into sift.eval_runs (collection_id, golden_set_id, golden_set, label, k, settings, metrics)
-select c.collection_id, %(golden_set_id)s::bigint, %(golden_set)s::text, %(label)s::text,
-       %(k)s::integer, %(settings)s::jsonb, %(metrics)s::jsonb
-from sift._collection(collection => %(collection)s::text) c
-returning run_id, created_at
+RECORD_RUN = """
+select run_id, created_at, previous_run_id, delta
+from sift.record_eval_run(collection => %(collection)s::text, golden_set => %(golden_set)s::text,
+                          label => %(label)s::text, k => %(k)s::integer, metrics => %(metrics)s::jsonb,
+                          settings => %(settings)s::jsonb)
 """
 
 HISTORY = """
 select run_id, created_at, set_name, label, k, metrics, settings, previous_run_id, delta
 from sift.eval_history(collection => %(collection)s::text, golden_set => %(golden_set)s::text,
                        max_runs => %(max_runs)s::integer)
-"""
-
-HISTORY_OF_RUNS = """
-select run_id, created_at, set_name, label, k, metrics, settings, previous_run_id, delta
-from sift.eval_history(collection => %(collection)s::text, golden_set => %(golden_set)s::text,
-                       max_runs => null::integer)
-where run_id = any (%(run_ids)s::bigint[])
 """
 
 # -- doctor (pgsift.doctor): settings and catalog only, no table scan --------------------------
