@@ -98,8 +98,10 @@ def columns(model: type, alias: str = "") -> sql.Composable:
                               if not (model is models.Hit and f.name in ("rerank_score", "fused_score")))
 
 
-def _select(model: type, function: str, args: str) -> sql.Composed:
-    return sql.SQL("select {} from " + function + "(" + args + ")").format(columns(model))
+def _select(model: type, function: str, args: str) -> str:
+    """The statement reading a function's rows as the model's fields, rendered once, here: a
+    composed statement is rendered again on every execute (~0.08 ms for a hit's columns)."""
+    return sql.SQL("select {} from " + function + "(" + args + ")").format(columns(model)).as_string()
 
 
 # -- tenant and session settings ------------------------------------------------------------
@@ -333,8 +335,7 @@ SEARCH_PAGE = _select(models.Hit, "sift.search_page", """
     filter => %(filter)s::jsonb,
     knobs => %(knobs)s::jsonb""")
 
-CANDIDATES = sql.SQL("{} order by fused_rank, chunk_id").format(
-    _select(models.Candidate, "sift.candidates", _SEARCH_ARGS))
+CANDIDATES = _select(models.Candidate, "sift.candidates", _SEARCH_ARGS) + " order by fused_rank, chunk_id"
 
 EXPLAIN = _select(models.Explanation, "sift.explain",
                   _SEARCH_ARGS + ", chunk_ids => %(chunk_ids)s::bigint[], query_tokens => %(query_tokens)s"
