@@ -297,6 +297,13 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                       [Jsonb({"boost": {name: 2}})])),
         ("evaluate_golden_set", rows("select * from sift.evaluate_golden_set(%s, 'gs')", [name])),
         ("evaluate_golden_set_own", rows("select * from sift.evaluate_golden_set('docs', 'gs', mode => 'lexical')")),
+        ("tune_golden_set", rows("select * from sift.tune_golden_set(%s, 'gs', folds => 2, store => true)", [name])),
+        # an own collection: a cell boosting another tenant's collection, and a run that would store
+        ("tune_golden_set_own", rows("select * from sift.tune_golden_set('docs', 'gs', folds => 2, grid => %s, "
+                                     "store => true)", [Jsonb([{"boost": {name: 2}}])])),
+        ("tune_golden_set_foreign", rows("select * from sift.tune_golden_set('docs', %s, folds => 2, "
+                                         "grid => '[{\"dense_weight\": 0.1}]', store => true, per_question => true)",
+                                         [rng.choice(foe["names"])])),
         ("lexical_query", one("select sift.lexical_query('alpha')")),
         ("filter_path", one("select sift.filter_path('{\"year\": {\"$gt\": 2020}}')::text as path")),
         ("search_filtered", rows("select * from sift.search('docs', 'alpha', filter => %s)",

@@ -555,6 +555,15 @@ from sift.eval_history(collection => %(collection)s::text, golden_set => %(golde
                        max_runs => %(max_runs)s::integer)
 """
 
+# Knobs chosen from a golden set by cross-validation (pgsift.tuning, `pgsift eval tune`).
+TUNE_GOLDEN_SET = """
+select kind, cell, fold, question_key, knobs, questions, ndcg, current_ndcg, gain, ci_low, ci_high, stored, note
+from sift.tune_golden_set(collection => %(collection)s::text, golden_set => %(golden_set)s::text,
+                          k => %(k)s::integer, folds => %(folds)s::integer, grid => %(grid)s::jsonb,
+                          seed => %(seed)s::integer, store => %(store)s::boolean,
+                          per_question => %(per_question)s::boolean)
+"""
+
 # -- doctor (pgsift.doctor): settings and catalog only, no table scan --------------------------
 
 DOCTOR_SETTINGS = """

@@ -7,9 +7,11 @@ history, knob sweeps and reranker thresholds.
     pgsift eval COLLECTION --top-k K [--set knob=value ...] [--baseline dense] [--json]
     pgsift eval history COLLECTION
     pgsift eval sweep COLLECTION --knob dense_weight --values 0,0.1,...,1 [--plot out.png]
+    pgsift eval tune COLLECTION [--golden-set NAME] [--folds 5] [--k 10] [--grid FILE.json] [--seed 0] [--store]
     pgsift calibrate COLLECTION --reranker ALIAS [--golden NAME] [--top-k K] [--store] [--json]
 
 `calibrate` exits 1 when it proposes no threshold (no question scored, or none helps);
+--store then stores nothing. `eval tune` exits 1 when no cell's held-out gain is significant;
 --store then stores nothing.
 """
 
@@ -22,13 +24,14 @@ from typing import Any
 
 import psycopg
 
-from .. import calibration, evaluation, golden
+from .. import calibration, evaluation, golden, tuning
 from ..client import Client
 from ..errors import CollectionNotFound, InvalidArgument
 from . import common
 from .common import Num, add_command, add_set_option, dump, num, parse_settings, progress_bar, rows_json, table
 
-EVAL_ACTIONS = ("run", "history", "sweep")
+EVAL_ACTIONS = ("run", "history", "sweep", "tune")
+TUNE_OPTIONS = ("folds", "grid", "seed", "store")
 
 
 # -- golden ------------------------------------------------------------------------
@@ -311,6 +314,47 @@ def _eval_sweep(conn: psycopg.Connection[Any], args: argparse.Namespace, collect
     return 0
 
 
+def _knob_text(knobs: dict[str, Any] | None) -> str:
+    return " ".join(f"{k}={common.json_cell(v)}" for k, v in sorted((knobs or {}).items()))
+
+
+def _print_tuning(result: tuning.Tuning, set_name: str) -> None:
+    k, held, decision = result.k, result.held_out, result.decision
+    print(f"collection {result.collection}, golden set {set_name}: {held.questions} scored question(s), "
+          f"nDCG@{k}, {result.folds} folds, seed {result.seed}")
+    cur = result.current
+    rows = [[0, "current: " + _knob_text(cur.knobs), num(cur.ndcg), None, "", ""]]
+    rows += [[c.cell, _knob_text(c.knobs), num(c.ndcg), num(c.gain, "+.4f"),
+              ",".join(str(f.fold) for f in result.fold_picks if f.cell == c.cell),
+              "*" if c.cell == decision.cell else ""] for c in result.cells]
+    print(table(rows, ["cell", "knobs", f"nDCG@{k}", "gain", "picked by folds", "best"]))
+    picks = [[f.fold, f.questions, f.cell, num(f.ndcg), num(f.current_ndcg), num(f.gain, "+.4f")]
+             for f in result.fold_picks]
+    print(table(picks, ["fold", "questions", "pick (other folds)", f"held-out nDCG@{k}", "current", "gain"]))
+    print(f"held-out (cross-validated) nDCG@{k} {num(held.ndcg)} vs current {num(held.current_ndcg)}: "
+          f"gain {num(held.gain, '+.4f')}, 95% CI [{num(held.ci_low, '+.4f')}, {num(held.ci_high, '+.4f')}] "
+          "(paired bootstrap over questions)")
+    print(held.note)
+    print(f"best on all the questions: cell {decision.cell} ({_knob_text(decision.knobs)}), "
+          f"nDCG@{k} {num(decision.ndcg)} in-sample")
+    print(decision.note)
+
+
+def _eval_tune(conn: psycopg.Connection[Any], args: argparse.Namespace, collection: str) -> int:
+    client = common.client_for(conn, args)
+    gs = golden.get_golden_set(client, collection, args.golden)
+    grid = tuning.read_grid(args.grid) if args.grid else None
+    result = tuning.tune(client, collection, golden_set=gs.name, k=args.top_k,
+                         folds=5 if args.folds is None else args.folds, grid=grid,
+                         seed=0 if args.seed is None else args.seed, store=args.store,
+                         per_question=args.per_question)
+    if args.json:
+        dump(result.to_json())
+    else:
+        _print_tuning(result, gs.name)
+    return 0 if result.significant else 1
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.action in EVAL_ACTIONS:
         if not args.collection:
@@ -323,7 +367,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         action, collection = "run", args.action
     if action != "sweep" and (args.knob or args.values or args.plot):
         raise InvalidArgument("--knob, --values and --plot go with `pgsift eval sweep`")
+    if action != "tune" and any(getattr(args, o) not in (None, False) for o in TUNE_OPTIONS):
+        raise InvalidArgument("--folds, --grid, --seed and --store go with `pgsift eval tune`")
     with common.connect(args) as conn:
+        if action == "tune":
+            return _eval_tune(conn, args, collection)
         if action == "history":
             return _eval_history(conn, args, collection)
         if action == "sweep":
@@ -435,15 +483,16 @@ def register(sub: Any) -> None:
             g.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_golden)
 
-    p = add_command(sub, "eval", "evaluate search on a golden set; history; knob sweeps",
+    p = add_command(sub, "eval", "evaluate search on a golden set; history; knob sweeps; tuning",
                     description="pgsift eval COLLECTION | eval history COLLECTION | "
-                                "eval sweep COLLECTION --knob K --values V",
+                                "eval sweep COLLECTION --knob K --values V | eval tune COLLECTION",
+                    epilog="eval tune exits 1 when no cell's held-out gain is significant (nothing stored)",
                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", metavar="COLLECTION|run|history|sweep",
-                   help="a collection to evaluate, or run, history or sweep followed by one")
-    p.add_argument("collection", nargs="?", help="the collection, after run, history or sweep")
-    p.add_argument("--golden", help="golden set (default: the collection's only one)")
-    p.add_argument("--top-k", type=int, default=10, help="k of every metric (default 10)")
+    p.add_argument("action", metavar="COLLECTION|run|history|sweep|tune",
+                   help="a collection to evaluate, or run, history, sweep or tune followed by one")
+    p.add_argument("collection", nargs="?", help="the collection, after run, history, sweep or tune")
+    p.add_argument("--golden", "--golden-set", dest="golden", help="golden set (default: the collection's only one)")
+    p.add_argument("--top-k", "--k", dest="top_k", type=int, default=10, help="k of every metric (default 10)")
     add_set_option(p, "for this evaluation")
     p.add_argument("--baseline", action="append", choices=["dense", "lexical"],
                    help="also run this leg alone beside the pipeline (repeatable)")
@@ -461,6 +510,14 @@ def register(sub: Any) -> None:
     p.add_argument("--metric", default="ndcg", choices=evaluation.METRICS,
                    help="sweep: the metric that picks the best value (default ndcg)")
     p.add_argument("--plot", help="sweep: PNG to write (default sweep-COLLECTION-KNOB.png)")
+    p.add_argument("--folds", type=int, help="tune: cross-validation folds, 2-20 (default 5)")
+    p.add_argument("--grid", metavar="FILE.json",
+                   help="tune: a JSON array of knob objects, or {knob: [values]} for every combination "
+                        "(default: the database's grid over fusion, dense_weight, rrf_k and fetch_k)")
+    p.add_argument("--seed", type=int, help="tune: deals the questions into folds and draws the bootstrap "
+                                            "(default 0)")
+    p.add_argument("--store", action="store_true",
+                   help="tune: store the best cell on the collection if its held-out gain is significant")
     p.add_argument("--limit", type=int, default=50, help="history: the latest N runs (default 50)")
     p.add_argument("--all", action="store_true", help="history: every run")
     p.set_defaults(func=cmd_eval)
