@@ -31,7 +31,6 @@ declare
     ref_k1   double precision := sift._stored_knob(col, 'bm25_k1')::double precision;
     ref_b    double precision := sift._stored_knob(col, 'bm25_b')::double precision;
     folded   bigint := 0;
-    gone_terms text[];
     built    integer := 0;
     avgdl    double precision;
     n_chunks double precision;
@@ -41,13 +40,9 @@ declare
     changed  text[];
     changes  bigint[];
     drifted  text[];
-    grew     text[];    -- the lists whose deltas the fold's statements added to ...
-    grew_by  integer[]; -- ... and how many entries each
-    shrunk   text[];    -- folded terms now in fewer chunks (only they can lose a list)
+    grew     text[];    -- the lists whose deltas the fold's statements added to
     whole    boolean;   -- every term of the collection considered, not only the folded
     everything boolean; -- ... because lists may be due whatever the fold holds (rebuild, min_df)
-    fold_all boolean;   -- the fold's updates through a scan of every term (else by key)
-    terms_est real;
     built_df integer;   -- the min_df the lists were built under (null: never, or unknown)
 begin
     if list_size is null or list_fraction is null or max_drift is null
@@ -77,76 +72,10 @@ begin
     -- vocabulary), unless the lists were built under another min_df (or
     -- never, or an upgrade left it unknown), or all are rebuilt.
     everything := rebuild or built_df is distinct from min_df;
-    whole := everything;
-    with gone as (
-        delete from sift.term_df_pending p
-        where p.collection_id = col.collection_id
-        returning p.lexemes, p.counts, p.delta_lexemes, p.delta_entries
-    )
-    select c.lexemes, c.ns, g.lexemes, g.ns
-    into changed, changes, grew, grew_by
-    from (select coalesce(pg_catalog.array_agg(d.lexeme), '{}') as lexemes,
-                 coalesce(pg_catalog.array_agg(d.n), '{}') as ns
-          from (select u.lexeme, sum(u.n)::bigint as n
-                from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
-                group by u.lexeme) d) c
-    cross join (select coalesce(pg_catalog.array_agg(e.lexeme), '{}') as lexemes,
-                       coalesce(pg_catalog.array_agg(e.n), '{}') as ns
-                from (select u.lexeme, sum(u.n)::integer as n
-                      from gone, unnest(gone.delta_lexemes, gone.delta_entries) as u(lexeme, n)
-                      -- (arrays of unequal length, written by hand, pad with nulls)
-                      where u.lexeme is not null and u.n is not null
-                      group by u.lexeme) e) g;
-    -- The entries each list's delta gained, before any list is rebuilt below
-    -- (a rebuilt list starts with no delta, and 0).
-    update sift.term_lists l set delta_entries = l.delta_entries + g.n
-    from unnest(grew, grew_by) as g(lexeme, n)
-    where l.collection_id = col.collection_id and l.lexeme = any (grew) and l.lexeme = g.lexeme;
-    -- Looked up by key while the fold is a small share of the terms; past
-    -- that, a scan of every term is cheaper, and as right (it is what a whole
-    -- pass does). The fold's own update goes by key up to an eighth of the
-    -- terms (~6 us a term by key against ~0.9 us a row of the table scanned
-    -- and hashed: at 100,000 chunks, 22,500 of 450,000 terms took 0.32 s
-    -- against 0.57); the statements after it, whose lookups mostly miss (few
-    -- folded terms have a list), up to a thirty-second.
-    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
-    fold_all := whole or not (8 * cardinality(changed) < terms_est);
-    whole := whole or not (32 * cardinality(changed) < terms_est);
-    -- Known terms updated (those whose counts cancel out left alone), new ones
-    -- inserted in key order: one insert ... on conflict took a speculative
-    -- insertion per term, 2.5x slower on a first refresh, which inserts every
-    -- term. New: what the update did not return (a hashed anti-join, not a
-    -- second lookup per term).
-    with d as (
-        select u.lexeme, u.n from unnest(changed, changes) as u(lexeme, n)
-    ), known as (
-        update sift.term_df t set df = t.df + d.n
-        from d
-        where t.collection_id = col.collection_id and (fold_all or t.lexeme = any (changed)) and t.lexeme = d.lexeme
-          and d.n <> 0
-        returning t.lexeme, t.df
-    ), fresh as (
-        insert into sift.term_df (collection_id, lexeme, df)
-        select col.collection_id, d.lexeme, d.n
-        from d
-        where d.n > 0   -- (a term written and deleted again between refreshes: none)
-          and not exists (select 1 from known k where k.lexeme = d.lexeme)
-        order by d.lexeme
-        returning 1
-    )
-    select (select count(*) from known) + (select count(*) from fresh),
-           array(select k.lexeme from known k where k.df = 0)
-    into folded, gone_terms;
-    -- Terms no chunk holds any more (only a folded term can have reached 0).
-    delete from sift.term_df t where t.collection_id = col.collection_id and t.lexeme = any (gone_terms);
-    with gone as (
-        delete from sift.collection_lexical_stats s
-        where s.collection_id = col.collection_id
-        returning s.chunks, s.tokens, s.deleted)
-    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending, lists_min_df)
-    select col.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0),
-           coalesce(sum(g.deleted), 0), false, min_df
-    from gone g;
+    -- Pending deltas folded into exact df (sift._fold_pending says how); whole
+    -- comes back true where the fold was a large share of the terms.
+    select f.folded, f.changed, f.changes, f.grew, f.whole into folded, changed, changes, grew, whole
+    from sift._fold_pending(col.collection_id, min_df, everything) f;
 
     -- Still alone on the list lock: chunk writers wait until these lists are
     -- committed, so none slips between snapshot and list.
@@ -158,17 +87,8 @@ begin
         return query select folded, 0;
         return;
     end if;
-    -- Only a term in fewer chunks than before can have fallen below min_df:
-    -- a refresh after writes alone looks up no list to drop.
-    shrunk := array(select u.lexeme from unnest(changed, changes) as u(lexeme, n) where u.n < 0);
-    if everything or cardinality(shrunk) > 0 then
-        delete from sift.term_lists l
-        where l.collection_id = col.collection_id
-          and (whole or l.lexeme = any (shrunk))
-          and not exists (select 1 from sift.term_df t
-                          where t.collection_id = col.collection_id and (whole or t.lexeme = any (shrunk))
-                            and t.lexeme = l.lexeme and t.df >= min_df);
-    end if;
+    -- The lists of terms now in fewer than min_df chunks dropped.
+    perform sift._drop_lists(col.collection_id, min_df, everything, whole, changed, changes);
 
     -- Lists for terms that became common, and rebuilt where the collection's
     -- k1 or b changed, avgdl drifted or deletions left more than max_drift of
@@ -191,36 +111,8 @@ begin
     perform sift._gather_list_entries(col.collection_id, n_chunks);
     built := sift._write_lists(col.collection_id);
 
-    -- Deltas of a block or a quarter of their list, whichever is more, are
-    -- merged into their lists' blocks (same reference, so no chunk is read;
-    -- the floor only rises). A merge rewrites the list, so waiting for a
-    -- quarter of it keeps that to a few entries rewritten per entry added.
-    -- (A delta only grows when a chunk holding its term is written, and that
-    -- statement's pending row says by how much: folded into delta_entries above.)
-    insert into sift.list_build_plan
-    -- (Each due list's df looked up by key: joined, every term's df was
-    -- hashed for the few lists due, 0.2 s at 450,000 terms.)
-    select col.collection_id, l.lexeme,
-           greatest(list_size, ceil(coalesce((select t.df from sift.term_df t
-                                              where t.collection_id = l.collection_id and t.lexeme = l.lexeme), 0)
-                                    * list_fraction))::integer,
-           l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
-    from sift.term_lists l
-    where l.collection_id = col.collection_id and (whole or l.lexeme = any (grew))
-      and l.delta_entries >= greatest(100, l.entries / 4);
-    insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
-    select col.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
-    from sift.list_build_plan p
-    join sift.term_blocks b on b.collection_id = p.collection_id and b.lexeme = p.lexeme
-    cross join lateral unnest(b.chunk_ids, b.tfs, b.dls) as u(chunk_id, tf, dl)
-    where p.collection_id = col.collection_id
-    union all
-    select col.collection_id, d.lexeme, u.chunk_id, u.tf, u.dl
-    from sift.list_build_plan p
-    join sift.term_deltas d on d.collection_id = p.collection_id and d.lexeme = p.lexeme
-    cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
-    where p.collection_id = col.collection_id;
-    built := built + sift._write_lists(col.collection_id);
+    -- Deltas grown past a quarter of their list merged (sift._merge_deltas).
+    built := built + sift._merge_deltas(col.collection_id, list_size, list_fraction, whole, grew);
     -- The chunks just written wait in the text index's pending list, which
     -- every search would read whole: into the index with them (the work GIN
     -- would do at its next flush, at this batch's size).
@@ -242,6 +134,192 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     'little changed; '
     'the Python client runs it after every upsert_documents and delete_document. Writes; '
     'returns lists built or merged.';
+
+
+create or replace function sift._fold_pending(
+    collection_id bigint, min_df integer, everything boolean,
+    out folded bigint, out changed text[], out changes bigint[], out grew text[], out whole boolean)
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+-- As sift.refresh_lexical_stats, whose statements these are: batch work over
+-- whole term sets (no nested loop), each statement planned for this call.
+set enable_nestloop = off
+set plan_cache_mode = force_custom_plan
+as $$
+#variable_conflict use_column
+declare
+    grew_by    integer[];   -- how many entries each list in grew gained
+    gone_terms text[];
+    terms_est  real;
+    fold_all   boolean;     -- the fold's updates through a scan of every term (else by key)
+begin
+    -- The caller (sift.refresh_lexical_stats) holds the collection's list
+    -- lock alone: chunk writers share it until they commit, so the fold sees
+    -- every writer's rows. changed, changes: the terms the fold changed and by
+    -- how much (0: written and deleted again, or held by a re-analysed
+    -- chunk); grew: the lists whose deltas the fold's statements added to;
+    -- whole: every term to be considered (everything, or a fold that is a
+    -- large share of the terms).
+    whole := everything;
+    with gone as (
+        delete from sift.term_df_pending p
+        where p.collection_id = _fold_pending.collection_id
+        returning p.lexemes, p.counts, p.delta_lexemes, p.delta_entries
+    )
+    select c.lexemes, c.ns, g.lexemes, g.ns
+    into changed, changes, grew, grew_by
+    from (select coalesce(pg_catalog.array_agg(d.lexeme), '{}') as lexemes,
+                 coalesce(pg_catalog.array_agg(d.n), '{}') as ns
+          from (select u.lexeme, sum(u.n)::bigint as n
+                from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
+                group by u.lexeme) d) c
+    cross join (select coalesce(pg_catalog.array_agg(e.lexeme), '{}') as lexemes,
+                       coalesce(pg_catalog.array_agg(e.n), '{}') as ns
+                from (select u.lexeme, sum(u.n)::integer as n
+                      from gone, unnest(gone.delta_lexemes, gone.delta_entries) as u(lexeme, n)
+                      -- (arrays of unequal length, written by hand, pad with nulls)
+                      where u.lexeme is not null and u.n is not null
+                      group by u.lexeme) e) g;
+    -- The entries each list's delta gained, before any list is rebuilt below
+    -- (a rebuilt list starts with no delta, and 0).
+    update sift.term_lists l set delta_entries = l.delta_entries + g.n
+    from unnest(grew, grew_by) as g(lexeme, n)
+    where l.collection_id = _fold_pending.collection_id and l.lexeme = any (grew) and l.lexeme = g.lexeme;
+    -- Looked up by key while the fold is a small share of the terms; past
+    -- that, a scan of every term is cheaper, and as right (it is what a whole
+    -- pass does). The fold's own update goes by key up to an eighth of the
+    -- terms (~6 us a term by key against ~0.9 us a row of the table scanned
+    -- and hashed: at 100,000 chunks, 22,500 of 450,000 terms took 0.32 s
+    -- against 0.57); the statements after it, whose lookups mostly miss (few
+    -- folded terms have a list), up to a thirty-second.
+    select c.reltuples into terms_est from pg_catalog.pg_class c where c.oid = 'sift.term_df'::pg_catalog.regclass;
+    fold_all := whole or not (8 * cardinality(changed) < terms_est);
+    whole := whole or not (32 * cardinality(changed) < terms_est);
+    -- Known terms updated (those whose counts cancel out left alone), new ones
+    -- inserted in key order: one insert ... on conflict took a speculative
+    -- insertion per term, 2.5x slower on a first refresh, which inserts every
+    -- term. New: what the update did not return (a hashed anti-join, not a
+    -- second lookup per term).
+    with d as (
+        select u.lexeme, u.n from unnest(changed, changes) as u(lexeme, n)
+    ), known as (
+        update sift.term_df t set df = t.df + d.n
+        from d
+        where t.collection_id = _fold_pending.collection_id and (fold_all or t.lexeme = any (changed)) and t.lexeme = d.lexeme
+          and d.n <> 0
+        returning t.lexeme, t.df
+    ), fresh as (
+        insert into sift.term_df (collection_id, lexeme, df)
+        select _fold_pending.collection_id, d.lexeme, d.n
+        from d
+        where d.n > 0   -- (a term written and deleted again between refreshes: none)
+          and not exists (select 1 from known k where k.lexeme = d.lexeme)
+        order by d.lexeme
+        returning 1
+    )
+    select (select count(*) from known) + (select count(*) from fresh),
+           array(select k.lexeme from known k where k.df = 0)
+    into folded, gone_terms;
+    -- Terms no chunk holds any more (only a folded term can have reached 0).
+    delete from sift.term_df t where t.collection_id = _fold_pending.collection_id and t.lexeme = any (gone_terms);
+    with gone as (
+        delete from sift.collection_lexical_stats s
+        where s.collection_id = _fold_pending.collection_id
+        returning s.chunks, s.tokens, s.deleted)
+    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending, lists_min_df)
+    select _fold_pending.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0),
+           coalesce(sum(g.deleted), 0), false, min_df
+    from gone g;
+end;
+$$;
+comment on function sift._fold_pending(bigint, integer, boolean) is
+    'Internal, writes (sift.refresh_lexical_stats): folds a collection''s pending BM25 counts into '
+    'exact df (sift.term_df) and its chunk and token totals, and the entries the writers added to '
+    'each list''s delta into delta_entries; returns the terms it changed and by how much, the lists '
+    'whose deltas grew, and whether the lists'' pass should consider every term.';
+
+
+create or replace function sift._drop_lists(
+    collection_id bigint, min_df integer, everything boolean, whole boolean, changed text[], changes bigint[])
+returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+-- As sift.refresh_lexical_stats, whose statement this is.
+set enable_nestloop = off
+set plan_cache_mode = force_custom_plan
+as $$
+#variable_conflict use_column
+declare
+    shrunk text[];   -- folded terms now in fewer chunks (only they can lose a list)
+begin
+    -- Only a term in fewer chunks than before can have fallen below min_df:
+    -- a refresh after writes alone looks up no list to drop.
+    shrunk := array(select u.lexeme from unnest(changed, changes) as u(lexeme, n) where u.n < 0);
+    if everything or cardinality(shrunk) > 0 then
+        delete from sift.term_lists l
+        where l.collection_id = _drop_lists.collection_id
+          and (whole or l.lexeme = any (shrunk))
+          and not exists (select 1 from sift.term_df t
+                          where t.collection_id = _drop_lists.collection_id and (whole or t.lexeme = any (shrunk))
+                            and t.lexeme = l.lexeme and t.df >= min_df);
+    end if;
+end;
+$$;
+comment on function sift._drop_lists(bigint, integer, boolean, boolean, text[], bigint[]) is
+    'Internal, writes (sift.refresh_lexical_stats): drops the impact lists of terms now in fewer than '
+    'min_df chunks, looking only at the folded terms whose df fell (changes < 0) unless everything '
+    'or whole.';
+
+
+create or replace function sift._merge_deltas(
+    collection_id bigint, list_size integer, list_fraction double precision, whole boolean, grew text[])
+returns integer
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+-- As sift.refresh_lexical_stats, whose statements these are: batch work over
+-- whole term sets (no nested loop), each statement planned for this call.
+set enable_nestloop = off
+set plan_cache_mode = force_custom_plan
+as $$
+#variable_conflict use_column
+begin
+    -- Deltas of a block or a quarter of their list, whichever is more, are
+    -- merged into their lists' blocks (same reference, so no chunk is read;
+    -- the floor only rises). A merge rewrites the list, so waiting for a
+    -- quarter of it keeps that to a few entries rewritten per entry added.
+    -- (A delta only grows when a chunk holding its term is written, and that
+    -- statement's pending row says by how much: sift._fold_pending added it
+    -- to delta_entries.)
+    insert into sift.list_build_plan
+    -- (Each due list's df looked up by key: joined, every term's df was
+    -- hashed for the few lists due, 0.2 s at 450,000 terms.)
+    select _merge_deltas.collection_id, l.lexeme,
+           greatest(list_size, ceil(coalesce((select t.df from sift.term_df t
+                                              where t.collection_id = l.collection_id and t.lexeme = l.lexeme), 0)
+                                    * list_fraction))::integer,
+           l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
+    from sift.term_lists l
+    where l.collection_id = _merge_deltas.collection_id and (whole or l.lexeme = any (grew))
+      and l.delta_entries >= greatest(100, l.entries / 4);
+    insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
+    select _merge_deltas.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
+    from sift.list_build_plan p
+    join sift.term_blocks b on b.collection_id = p.collection_id and b.lexeme = p.lexeme
+    cross join lateral unnest(b.chunk_ids, b.tfs, b.dls) as u(chunk_id, tf, dl)
+    where p.collection_id = _merge_deltas.collection_id
+    union all
+    select _merge_deltas.collection_id, d.lexeme, u.chunk_id, u.tf, u.dl
+    from sift.list_build_plan p
+    join sift.term_deltas d on d.collection_id = p.collection_id and d.lexeme = p.lexeme
+    cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
+    where p.collection_id = _merge_deltas.collection_id;
+    return sift._write_lists(_merge_deltas.collection_id);
+end;
+$$;
+comment on function sift._merge_deltas(bigint, integer, double precision, boolean, text[]) is
+    'Internal, writes (sift.refresh_lexical_stats): merges every list delta of max(100, a quarter of '
+    'its list) entries or more into its list''s blocks (no chunk read; the floor only rises), looking '
+    'only at the lists in grew unless whole; returns how many lists it rewrote.';
 
 
 create or replace function sift._analyze(work_table regclass)

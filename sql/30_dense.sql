@@ -1,4 +1,8 @@
 -- Dense leg: pgvector, one partial HNSW index per (dimension, distance).
+-- In: a vector space (or, on the plain path, what sift._plain_plan decided
+-- about it), the resolved knobs, the query vector, the metadata filter and
+-- n. Out: the top n chunk ids, best first, and their distances
+-- (sift._dense_ids says what every leg gives).
 --
 -- How a table holding many collections keeps per-collection recall:
 --   * a collection (or set of collections) with at most exact_search_limit
@@ -377,6 +381,14 @@ declare
     walk     text;
     walked   boolean;
 begin
+    -- A leg. What every leg (this one, sift._space_dense_ids,
+    -- sift._question_ids, sift._lexical_ids) gives sift._pool and the plain
+    -- path: its top n chunks for the query as arrays, the ids best first
+    -- and their raw scores (here distances: smaller is better); ties go to
+    -- the smaller chunk id; the metadata filter applies inside the leg, so
+    -- the top n are n that pass it; security invoker, so row-level security
+    -- holds (no chunk of another tenant is ever a candidate). A leg with
+    -- nothing to give returns null or empty arrays.
     -- exact: scan rather than walk (sift._dense_exact); ef_search: the
     -- hnsw_ef_search knob; iterative: pgvector has iterative scans
     -- (sift._pgvector_has_iterative_scan). Both statements are the rows'
@@ -424,7 +436,7 @@ end;
 $$;
 comment on function sift._dense_ids(bigint[], integer, text, @extschema:vector@.vector, jsonpath, integer, boolean,
     bigint, boolean, bigint, integer, boolean) is
-    'Internal: the dense leg''s top n chunk ids and their distances, best first (space_id: an added '
+    'Internal: the dense leg''s top n chunk ids and their distances, best first (ties: smaller id; space_id: an added '
     'space''s vectors; null: the chunks'' own; half and own_index: the index the space walks, '
     'sift._dense_rows_sql), metadata filter (sift.filter_path) inside the leg; exact when asked '
     '(sift._dense_exact), else HNSW (ef_search: the hnsw_ef_search knob, null its default; an '
@@ -432,29 +444,30 @@ comment on function sift._dense_ids(bigint[], integer, text, @extschema:vector@.
 
 
 create or replace function sift._space_dense_ids(
-    space sift.vector_spaces, collection_ids bigint[], query @extschema:vector@.vector, fpath jsonpath,
-    n integer, exact_search_limit integer, ef_search integer,
+    space sift.vector_spaces, knobs sift.knob_set, query @extschema:vector@.vector, fpath jsonpath, n integer,
     out ids bigint[], out dists double precision[])
 language sql volatile security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- The space's vectors (an added space's in sift.chunk_vectors), the index
-    -- it walks (its own, or the shared one of its size), exact for small
-    -- collections or while that index waits for its build (sift._dense_exact).
+    -- A leg (sift._pool; its contract: sift._dense_ids). The space's vectors
+    -- (an added space's in sift.chunk_vectors), the index it walks (its own,
+    -- or the shared one of its size), exact for small collections or while
+    -- that index waits for its build (sift._dense_exact).
     select d.ids, d.dists
-    from sift._dense_ids(collection_ids, space.dimensions, space.distance, query, fpath, n,
-                         sift._dense_exact(collection_ids, exact_search_limit,
+    from sift._dense_ids(array[space.collection_id], space.dimensions, space.distance, query, fpath, n,
+                         sift._dense_exact(array[space.collection_id], knobs.exact_search_limit,
                                            case when not sift._space_dedicated(space)
                                                 then sift._space_index_name(space) end),
                          case when space.builtin then null else space.space_id end,
-                         space.dense_precision = 'half', sift._space_own_index(space), ef_search,
+                         space.dense_precision = 'half', sift._space_own_index(space), knobs.hnsw_ef_search,
                          sift._pgvector_has_iterative_scan()) d
 $$;
-comment on function sift._space_dense_ids(sift.vector_spaces, bigint[], @extschema:vector@.vector, jsonpath,
-    integer, integer, integer) is
-    'Internal: a vector space''s dense leg (sift._dense_ids): the top n chunk ids and distances, best '
-    'first, metadata filter (sift.filter_path) inside the leg; exact for small collections, HNSW '
-    'otherwise (ef_search: the hnsw_ef_search knob), exact again if the walk comes back short.';
+comment on function sift._space_dense_ids(sift.vector_spaces, sift.knob_set, @extschema:vector@.vector, jsonpath,
+    integer) is
+    'Internal: the dense leg of a vector space of a collection (sift._dense_ids): the top n chunk ids '
+    'and distances, best first (ties: smaller id), metadata filter (sift.filter_path) inside the leg; '
+    'exact for small collections (the exact_search_limit knob), HNSW otherwise (the hnsw_ef_search '
+    'knob), exact again if the walk comes back short.';
 
 
 -- Every migrate: the walk functions of the spaces there are, in step with

@@ -1,5 +1,10 @@
--- Fusion: weighted Reciprocal Rank Fusion over the legs' rank lists, and the
--- candidate pool (sift.candidates) that search, explain and the rerank path share.
+-- Fusion: weighted Reciprocal Rank Fusion (or dbsf, convex) over the legs'
+-- rank lists, and the candidate pool (sift.candidates) that search, explain
+-- and the rerank path share. In: the collections, their resolved knobs and
+-- the query. Out: sift.candidate rows, the pool in fused order, each with
+-- what every leg gave it. sift._legs decides which legs run, sift._pool runs
+-- them (each leg's contract: sift._dense_ids) and fuses them all through
+-- sift._fuse, two legs or N.
 
 create or replace function sift.rrf(
     dense_ids    bigint[],
@@ -52,7 +57,8 @@ create or replace function sift._fuse(
     higher  boolean[],
     method  text,
     rrf_k   double precision)
-returns table (chunk_id bigint, score double precision, fused_rank integer, ranks integer[], details jsonb)
+returns table (chunk_id bigint, score double precision, fused_rank integer, legs integer[], ranks integer[],
+               details jsonb)
 language sql immutable parallel safe security invoker
 set search_path = pg_catalog, pg_temp
 -- Planned once a session (PostgreSQL 18 caches SQL functions' plans; a custom plan
@@ -75,13 +81,15 @@ as $$
                case when higher[u.leg] then u.raw else -u.raw end as s
         from unnest(ids, leg_of, raws) with ordinality as u(id, leg, raw, o)
     ), stats as (
+        -- (rrf normalises by rank alone: no statistics.)
         select e.leg, pg_catalog.avg(e.s) as mu, coalesce(pg_catalog.stddev_pop(e.s), 0) as sigma,
                pg_catalog.min(e.s) as lo, pg_catalog.max(e.s) as hi
-        from e group by e.leg
+        from e where method <> 'rrf' group by e.leg
     ), c0 as (
-        -- Tiny weights count as 0: weight x score would underflow float8 to an error.
+        -- dbsf and convex count tiny weights as 0: weight x score would
+        -- underflow float8 to an error. rrf takes them as given (below).
         select e.id, e.leg, e.r, e.raw,
-               case when weights[e.leg] < 1e-150 then 0 else weights[e.leg] end as w,
+               case when method <> 'rrf' and weights[e.leg] < 1e-150 then 0 else weights[e.leg] end as w,
                case method
                    when 'rrf' then 1 / (rrf_k + e.r)
                    when 'convex' then case when st.hi > st.lo then (e.s - st.lo) / (st.hi - st.lo) else 1 end
@@ -90,33 +98,41 @@ as $$
                    when 'dbsf' then case when st.sigma > 1e-9 * greatest(abs(st.mu), 1e-300)
                              then least(1, greatest(0, (e.s - (st.mu - 3 * st.sigma)) / (6 * st.sigma)))
                              else 1 end end as norm
-        from e join stats st on st.leg = e.leg
+        from e left join stats st on st.leg = e.leg
     ), c as (
-        -- Each entry's part of its chunk's score (rrf as sift.rrf computes it, to the bit).
-        select c0.*, case when method = 'rrf' then c0.w / (rrf_k + c0.r)
-                          when c0.norm < 1e-150 then 0 else c0.w * c0.norm end as part
+        -- Each entry's part of its chunk's score. rrf as sift.rrf computes it,
+        -- to the bit: a subnormal weight counts as 0 (w / (k + rank) could
+        -- underflow), and leg_details say w / (k + rank) as the plain path
+        -- does (for a subnormal w, what the part would have been).
+        select c0.*,
+               case when method = 'rrf'
+                    then case when c0.w < 2.2250738585072014e-308 then 0 else c0.w end / (rrf_k + c0.r)
+                    when c0.norm < 1e-150 then 0 else c0.w * c0.norm end as part,
+               case when method = 'rrf' then c0.w / (rrf_k + c0.r) end as said
         from c0 c0
     ), j as (
+        -- A chunk's parts summed in leg order: for two legs, dense + lexical,
+        -- sift.rrf's sum.
         select c.id, pg_catalog.sum(c.part order by c.leg) as total,
                pg_catalog.array_agg(c.r order by c.leg) as ranks_by,
                pg_catalog.array_agg(c.leg order by c.leg) as legs_by,
                pg_catalog.jsonb_object_agg(names[c.leg], pg_catalog.jsonb_build_object(
-                   'rank', c.r, 'raw', c.raw, 'weight', c.w, 'contribution', c.part)) as details
+                   'rank', c.r, 'raw', c.raw, 'weight', c.w,
+                   'contribution', coalesce(c.said, c.part))) as details
         from c group by c.id
     )
     select j.id, j.total, (pg_catalog.row_number() over (order by j.total desc, j.id))::integer,
-           array(select case when p = any (j.legs_by) then j.ranks_by[pg_catalog.array_position(j.legs_by, p)] end
-                 from pg_catalog.generate_series(1, pg_catalog.cardinality(names)) as p order by p),
-           j.details
+           j.legs_by, j.ranks_by, j.details
     from j
     order by 3
 $$;
 comment on function sift._fuse(text[], double precision[], integer[], bigint[], double precision[], boolean[],
                                text, double precision) is
-    'Internal: fusion of N ranked legs (rrf: w/(k + rank); dbsf: scores normalised by the leg''s '
-    'mean +- 3 standard deviations, clipped to [0, 1]; convex: min-max normalised; summed with '
-    'the legs'' weights), each chunk''s rank in every leg (null where the leg lacks it) and what '
-    'each leg gave it; ties go to the smaller id.';
+    'Internal: fusion of N ranked legs, two included (rrf: w/(k + rank), a subnormal w counting as '
+    '0, as sift.rrf; dbsf: scores normalised by the leg''s mean +- 3 standard deviations, clipped to '
+    '[0, 1]; convex: min-max normalised; a weight under 1e-150 counts as 0 for both; summed with '
+    'the legs'' weights), the legs that have each chunk (indexes into names, in order) with its rank '
+    'in each, and what each leg gave it; ties go to the smaller id.';
 
 
 create or replace function sift._legs(
@@ -281,136 +297,100 @@ set extra_float_digits = 1
 as $$
 #variable_conflict use_column
 declare
-    n     integer := greatest(knobs.fetch_k, _pool.match_count);
-    w     double precision := knobs.dense_weight;
-    tsq   tsquery;
-    terms text[];
-    lift  tsquery;
-    sink  tsquery;
-    configs text[];
-    ran   text[] := '{}';
+    n       integer := greatest(knobs.fetch_k, _pool.match_count);
+    w       double precision := knobs.dense_weight;
+    fpath   jsonpath := sift.filter_path(_pool.filter);
+    parsed  record;   -- sift._legs: the legs to run, and the parsed query
+    ran     text[];
+    space   sift.vector_spaces;
     dense_ids   bigint[];
     dense_raw   double precision[];
-    space       sift.vector_spaces;
+    qmatch      smallint[];
     lexical_ids bigint[];
     lexical_raw double precision[];
     exact       boolean;
     extra       sift.vector_spaces;
-    names       text[];
-    weights     double precision[];
-    leg_of      integer[] := '{}';
-    ids         bigint[] := '{}';
-    raws        double precision[] := '{}';
-    higher      boolean[];
-    qmatch      smallint[];
-    fpath       jsonpath := sift.filter_path(_pool.filter);
+    leg         record;
+    -- Every leg as sift._fuse takes them: names, weights, higher; entries flat.
+    names   text[] := array['dense', 'lexical'];
+    weights double precision[];
+    higher  boolean[] := array[false, true];
+    leg_of  integer[];
+    ids     bigint[];
+    raws    double precision[];
 begin
-    select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
-    into ran, tsq, terms, lift, sink, configs
-    from sift._legs(col, knobs, query_text, query_embedding is not null) x;
+    select * into parsed from sift._legs(col, knobs, query_text, query_embedding is not null);
+    ran := parsed.legs;
     -- A leg that did not run leaves the other one's order untouched.
     if not ('lexical' = any (ran)) then w := 1; end if;
     if not ('dense' = any (ran)) then w := 0; end if;
-
+    -- Each leg: its top n inside the filter (ids best first, raw scores).
     if 'dense' = any (ran) then
-        -- The active space, or the one dense_space names (an added space's
-        -- vectors are in sift.chunk_vectors).
+        -- The active space, or the one dense_space names.
         space := sift._space(col, knobs.dense_space);
-        select nullif(d.leg_ids, '{}'), nullif(d.leg_dists, '{}') into dense_ids, dense_raw
-        from sift._space_dense_ids(space, array[col.collection_id], query_embedding, fpath, n,
-                                   knobs.exact_search_limit, knobs.hnsw_ef_search) as d(leg_ids, leg_dists);
-        -- Questions as vectors of their own (in the active space): each chunk
-        -- at its best, its own vector or its best question's; qmatch says
-        -- which question placed it (null: its own vector).
+        select nullif(d.ids, '{}'), nullif(d.dists, '{}') into dense_ids, dense_raw
+        from sift._space_dense_ids(space, knobs, query_embedding, fpath, n) d;
+        -- The question leg (in the active space), merged into this one;
+        -- qmatch says which question placed a chunk (null: its own vector).
         if space.active
            and exists (select 1 from sift.question_vectors q where q.collection_id = col.collection_id) then
-            with a as (
-                select u.id as chunk_id, u.d, null::smallint as qo
-                from unnest(dense_ids, dense_raw) as u(id, d)
-                union all
-                select x.chunk_id, x.distance, x.ordinal
-                from sift._question_leg(col.collection_id, space.dimensions, space.distance, query_embedding,
-                                        _pool.filter, n, knobs.exact_search_limit, knobs.hnsw_ef_search) x
-            ), b as (
-                select distinct on (a.chunk_id) a.chunk_id, a.d, a.qo
-                from a order by a.chunk_id, a.d, a.qo nulls first
-            ), c as (
-                select b.* from b order by b.d, b.chunk_id limit n
-            )
-            select array_agg(c.chunk_id order by c.d, c.chunk_id), array_agg(c.d order by c.d, c.chunk_id),
-                   array_agg(c.qo order by c.d, c.chunk_id)
-            into dense_ids, dense_raw, qmatch
-            from c;
+            select m.ids, m.dists, m.questions into dense_ids, dense_raw, qmatch
+            from sift._question_ids(space, knobs, query_embedding, fpath, n) x
+            cross join sift._merge_questions(dense_ids, dense_raw, x.ids, x.dists, x.questions, n) m;
         end if;
     end if;
     if 'lexical' = any (ran) then
-        select nullif(x.leg_ids, '{}'), nullif(x.leg_raws, '{}'), coalesce(x.leg_exact, true)
+        select nullif(x.ids, '{}'), nullif(x.raws, '{}'), coalesce(x.exact, true)
         into lexical_ids, lexical_raw, exact
-        from sift._lexical_ids(col, knobs, tsq, terms, _pool.filter, n, lift, sink) as x(leg_ids, leg_raws, leg_exact);
+        from sift._lexical_ids(col, knobs, parsed.lexical_query, parsed.lexical_terms, _pool.filter, n,
+                               parsed.lift, parsed.sink) x;
     end if;
-
-    if cardinality(spaces) > 0 or knobs.fusion <> 'rrf' then
-        -- N legs: the main dense one, the lexical one, and one per added
-        -- space's query vector, each its top n inside the filter.
-        names := array['dense', 'lexical'];
-        weights := array[w, 1 - w];   -- as two legs weigh them (all to the one that ran)
-        higher := array[false, true];
-        leg_of := array_fill(1, array[coalesce(cardinality(dense_ids), 0)])
-                  || array_fill(2, array[coalesce(cardinality(lexical_ids), 0)]);
-        ids := coalesce(dense_ids, '{}') || coalesce(lexical_ids, '{}');
-        raws := coalesce(dense_raw, '{}') || coalesce(lexical_raw, '{}');
-        for j in 1 .. coalesce(cardinality(spaces), 0) loop
-            extra := sift._space(col, spaces[j]);
-            names := names || extra.name::text;
-            weights := weights || coalesce(space_weights[j], knobs.dense_weight);
-            higher := higher || false;
-            ran := ran || extra.name::text;
-            select ids || coalesce(d.leg_ids, '{}'), raws || coalesce(d.leg_dists, '{}'),
-                   leg_of || array_fill(cardinality(names), array[coalesce(cardinality(d.leg_ids), 0)])
-            into ids, raws, leg_of
-            from sift._space_dense_ids(extra, array[col.collection_id], space_embeddings[j], fpath, n,
-                                       knobs.exact_search_limit, knobs.hnsw_ef_search) as d(leg_ids, leg_dists);
-        end loop;
-        return query
-        select f.chunk_id, c.document_id, f.ranks[1], dense_raw[f.ranks[1]],
-               f.ranks[2], lexical_raw[f.ranks[2]], f.score,
-               case when f.ranks[2] is not null
-                         and exists (select 1 from unnest(f.ranks) with ordinality as r(v, o) where r.o <> 2 and r.v is not null)
-                    then 'both'
-                    when f.ranks[2] is null then 'dense' else 'lexical' end,
-               ran, tsq::text, configs, exact,
-               case when qmatch[f.ranks[1]] is null then f.details
-                    else pg_catalog.jsonb_set(f.details, '{dense,question}', pg_catalog.to_jsonb(qmatch[f.ranks[1]])) end
-        from sift._fuse(names, weights, leg_of, ids, raws, higher, knobs.fusion, knobs.rrf_k) f
-        join sift.chunks c on c.chunk_id = f.chunk_id
-        order by f.fused_rank, f.chunk_id;
-        return;
+    -- The dense and lexical legs weigh w and 1 - w (all to the one that ran).
+    weights := array[w, 1 - w];
+    leg_of := array_fill(1, array[coalesce(cardinality(dense_ids), 0)])
+              || array_fill(2, array[coalesce(cardinality(lexical_ids), 0)]);
+    ids := coalesce(dense_ids, '{}') || coalesce(lexical_ids, '{}');
+    raws := coalesce(dense_raw, '{}') || coalesce(lexical_raw, '{}');
+    -- One dense leg more per added space's query vector.
+    for j in 1 .. coalesce(cardinality(spaces), 0) loop
+        extra := sift._space(col, spaces[j]);
+        select d.ids, d.dists into leg from sift._space_dense_ids(extra, knobs, space_embeddings[j], fpath, n) d;
+        names := names || extra.name::text;
+        weights := weights || coalesce(space_weights[j], knobs.dense_weight);
+        higher := higher || false;
+        ran := ran || extra.name::text;
+        leg_of := leg_of || array_fill(cardinality(names), array[coalesce(cardinality(leg.ids), 0)]);
+        ids := ids || coalesce(leg.ids, '{}');
+        raws := raws || coalesce(leg.dists, '{}');
+    end loop;
+    if cardinality(spaces) > 0 then
+        -- Beside added spaces a weight under 1e-150 counts as 0, rrf's too (the two
+        -- legs alone, only a subnormal one: sift.rrf's rule, the plain path's).
+        weights := array(select case when u.w < 1e-150 then 0 else u.w end
+                         from unnest(weights) with ordinality as u(w, o) order by u.o);
     end if;
 
     return query
-    select f.chunk_id, c.document_id, f.dense_rank, dense_raw[f.dense_rank],
-           f.lexical_rank, lexical_raw[f.lexical_rank], f.score,
-           case when f.dense_rank is not null and f.lexical_rank is not null then 'both'
-                when f.dense_rank is not null then 'dense' else 'lexical' end,
-           ran, tsq::text, configs, exact,
-           -- What each leg gave (w: this call's weights, after a leg that did not run).
-           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
-               'dense', case when f.dense_rank is not null then pg_catalog.jsonb_build_object(
-                   'rank', f.dense_rank, 'raw', dense_raw[f.dense_rank], 'weight', w,
-                   'contribution', w / (knobs.rrf_k + f.dense_rank), 'question', qmatch[f.dense_rank]) end,
-               'lexical', case when f.lexical_rank is not null then pg_catalog.jsonb_build_object(
-                   'rank', f.lexical_rank, 'raw', lexical_raw[f.lexical_rank], 'weight', 1 - w,
-                   'contribution', (1 - w) / (knobs.rrf_k + f.lexical_rank)) end))
-    from sift.rrf(dense_ids, lexical_ids, w, knobs.rrf_k) f
+    select f.chunk_id, c.document_id, r.d, dense_raw[r.d], r.l, lexical_raw[r.l], f.score,
+           case when r.l is null then 'dense' when cardinality(f.legs) > 1 then 'both' else 'lexical' end,
+           ran, parsed.lexical_query::text, parsed.configs, exact,
+           -- What each leg gave (the weights: this call's, after a leg that did not run).
+           case when qmatch[r.d] is null then f.details
+                else pg_catalog.jsonb_set(f.details, '{dense,question}', pg_catalog.to_jsonb(qmatch[r.d])) end
+    from sift._fuse(names, weights, leg_of, ids, raws, higher, knobs.fusion, knobs.rrf_k) f
+    -- Its rank in the dense leg (leg 1) and the lexical one (leg 2).
+    cross join lateral (select f.ranks[pg_catalog.array_position(f.legs, 1)] as d,
+                               f.ranks[pg_catalog.array_position(f.legs, 2)] as l) r
     join sift.chunks c on c.chunk_id = f.chunk_id
     order by f.fused_rank, f.chunk_id;
 end;
 $$;
 comment on function sift._pool(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer, jsonb,
     text[], @extschema:vector@.vector[], double precision[]) is
-    'Internal: one collection''s fused pool: its legs (dense, lexical and one per added space''s '
-    'query vector, each its top max(fetch_k, match_count), filter inside), fused (the fusion '
-    'knob) over their union, in fused order, with what each leg gave each chunk.';
+    'Internal: one collection''s fused pool: its legs (dense, with the question vectors merged in; '
+    'lexical; one per added space''s query vector; each its top max(fetch_k, match_count), filter '
+    'inside), fused by sift._fuse (the fusion knob) over their union, in fused order, with what '
+    'each leg gave each chunk.';
 
 
 create or replace function sift._candidates(

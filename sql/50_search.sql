@@ -161,6 +161,135 @@ comment on function sift.search(text, text, @extschema:vector@.vector, integer, 
     'leg_details says what each gave. Read-only (runs on a hot standby).';
 
 
+create or replace function sift._explain_given(
+    cols sift.collections[], knobs sift.knob_set[], chunk_ids bigint[], rerank_ids bigint[],
+    rerank_scores double precision[], query_tokens @extschema:vector@.vector[], match_count integer,
+    scored_by text, out ids bigint[], out base double precision[])
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if cardinality(chunk_ids) > 1000 then
+        raise exception 'chunk_ids has % ids; explain looks at most 1,000 up', cardinality(chunk_ids)
+            using errcode = 'SF003';
+    end if;
+    -- A hosted rerank's scores, given by the caller to sift.explain (SQL never
+    -- calls out): the pool is then the one the rerank scored (sift.candidates
+    -- with match_count => the number of ids), ranked on them as sift.finalize
+    -- ranks a search's. Null without them.
+    if rerank_ids is not null or rerank_scores is not null then
+        if rerank_ids is null or rerank_scores is null then
+            raise exception 'rerank_ids and rerank_scores go together (the pool the reranker scored and its scores)'
+                using errcode = 'SF003';
+        end if;
+        if query_tokens is not null then
+            raise exception 'query_tokens rerank the pool by MaxSim in SQL; rerank_ids cannot be given with them'
+                using errcode = 'SF003';
+        end if;
+        if cardinality(rerank_ids) > 1000 then
+            raise exception 'rerank_ids has % ids; a reranked pool is at most 1,000', cardinality(rerank_ids)
+                using errcode = 'SF003';
+        end if;
+        select i.ids, i.base into ids, base
+        from sift._finalize_input(knobs, rerank_ids, rerank_scores, match_count, scored_by) i;
+        -- The pool is widened to it, as the search's rerank pool is: the same ceiling.
+        perform sift._within_ceilings(cols, cardinality(ids));
+    elsif scored_by is not null then
+        raise exception 'scored_by names the reranker of rerank_scores; give them too' using errcode = 'SF003';
+    end if;
+end;
+$$;
+comment on function sift._explain_given(sift.collections[], sift.knob_set[], bigint[], bigint[], double precision[],
+    @extschema:vector@.vector[], integer, text) is
+    'Internal: sift.explain''s own arguments checked (chunk_ids, rerank_ids and rerank_scores: SF003, '
+    'SF015), and the rerank scores made the ids and base scores finalize ranks (sift._finalize_input); '
+    'null when none are given.';
+
+
+create or replace function sift._rerank_status(
+    given integer, scored_by text, refused text, alias text, rerank_top_n integer, match_count integer)
+returns text
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- given: how many rerank scores the caller passed (null: none); refused,
+    -- alias and rerank_top_n: sift._reranker_choice's.
+    select case
+        when given is not null then
+            pg_catalog.format('reranked: the top %s of the fused pool ranked on the rerank scores given%s',
+                              given,
+                              case when scored_by is not null
+                                   then pg_catalog.format(' (scored by "%s")', scored_by) end)
+        when refused is not null then 'refused: ' || refused
+        when alias is not null then
+            pg_catalog.format('not reranked: this is the fused ranking; a search reranks its top %s with "%s", '
+                              'which SQL never calls (the Python client''s explain and pgsift explain show the '
+                              'reranked view, or pass rerank_ids and rerank_scores)',
+                              greatest(rerank_top_n, match_count), alias) end
+$$;
+comment on function sift._rerank_status(integer, text, text, text, integer, integer) is
+    'Internal: sift.explain''s rerank_status: reranked on the scores given, refused (why), or not '
+    'reranked because SQL never calls the reranker a search would use.';
+
+
+create or replace function sift._not_retrieved(
+    cols sift.collections[], ks sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
+    match_count integer, filter jsonb, chunk_ids bigint[], pool sift.candidate[])
+returns table (chunk_id bigint, document_id bigint, collection_name text, dense_distance double precision,
+               reason text, legs text[], lexical_query text, lexical_configs text[], language text,
+               lexical_exact boolean)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+begin
+    -- sift.explain's rows for the chunks the caller asked about (chunk_ids)
+    -- that no leg retrieved (none in the pool): the distance in the space the
+    -- dense leg searched, and why (outside the legs' top n, the filter, the
+    -- lexical query).
+    return query
+    select c.chunk_id, c.document_id, (cols[i]).name::text,
+           case sp.distance
+               when 'cosine' then e.embedding operator(@extschema:vector@.<=>) _not_retrieved.query_embedding
+               when 'l2' then e.embedding operator(@extschema:vector@.<->) _not_retrieved.query_embedding
+               else e.embedding operator(@extschema:vector@.<#>) _not_retrieved.query_embedding end,
+           'not retrieved: outside both legs'' top '
+               || greatest((ks[i]).fetch_k, _not_retrieved.match_count)
+               || case when _not_retrieved.filter is not null and _not_retrieved.filter <> '{}'::jsonb
+                            and not coalesce(pg_catalog.jsonb_path_match_tz(
+                                    d.metadata, sift.filter_path(_not_retrieved.filter), '{}', true), false)
+                       then '; excluded by the metadata filter' else '' end
+               || case when plan.lexical_query is null
+                       then '; lexical leg did not run'
+                       when c.search_vector @@ plan.lexical_query
+                       then '; matches the lexical query'
+                       else '; does not match the lexical query' end,
+           plan.legs, plan.lexical_query::text, plan.configs, sift._language(d.language),
+           case when 'lexical' = any (plan.legs)
+                then coalesce((select pg_catalog.bool_and(q.lexical_exact) from unnest(_not_retrieved.pool) q
+                               where q.collection_name = (cols[i]).name::text), true) end
+    from generate_subscripts(cols, 1) as i
+    cross join lateral sift._legs(cols[i], ks[i], _not_retrieved.query_text,
+                                  _not_retrieved.query_embedding is not null) plan
+    cross join lateral (select (sift._space(cols[i], (ks[i]).dense_space)).*) sp
+    join sift.chunks c on c.collection_id = (cols[i]).collection_id
+    join sift.documents d on d.document_id = c.document_id
+    -- The chunk's vector in the space the dense leg searched.
+    cross join lateral (select case when sp.builtin then c.embedding
+                                    else (select v.embedding from sift.chunk_vectors v
+                                          where v.space_id = sp.space_id and v.chunk_id = c.chunk_id) end
+                               as embedding) e
+    where c.chunk_id = any (_not_retrieved.chunk_ids)
+      and not exists (select 1 from unnest(_not_retrieved.pool) q where q.chunk_id = c.chunk_id);
+end;
+$$;
+comment on function sift._not_retrieved(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector,
+    integer, jsonb, bigint[], sift.candidate[]) is
+    'Internal: sift.explain''s chunks asked about (chunk_ids) that no leg retrieved: each with its '
+    'distance in the space the dense leg searched, the legs that ran and why it was not retrieved '
+    '(outside the legs'' top n, excluded by the filter, matching the lexical query or not).';
+
+
 create or replace function sift.explain(
     collection      text default null,
     query_text      text default '',
@@ -193,34 +322,10 @@ declare
 begin
     perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
                               space_weights);
-    if cardinality(explain.chunk_ids) > 1000 then
-        raise exception 'chunk_ids has % ids; explain looks at most 1,000 up', cardinality(explain.chunk_ids)
-            using errcode = 'SF003';
-    end if;
-    -- A hosted rerank's scores, given by the caller (SQL never calls out): the
-    -- pool is then the one the rerank scored (sift.candidates with match_count
-    -- => the number of ids), ranked on them as sift.finalize ranks a search's.
-    if explain.rerank_ids is not null or explain.rerank_scores is not null then
-        if explain.rerank_ids is null or explain.rerank_scores is null then
-            raise exception 'rerank_ids and rerank_scores go together (the pool the reranker scored and its scores)'
-                using errcode = 'SF003';
-        end if;
-        if explain.query_tokens is not null then
-            raise exception 'query_tokens rerank the pool by MaxSim in SQL; rerank_ids cannot be given with them'
-                using errcode = 'SF003';
-        end if;
-        if cardinality(explain.rerank_ids) > 1000 then
-            raise exception 'rerank_ids has % ids; a reranked pool is at most 1,000', cardinality(explain.rerank_ids)
-                using errcode = 'SF003';
-        end if;
-        select i.ids, i.base into given_ids, given_base
-        from sift._finalize_input(ks, explain.rerank_ids, explain.rerank_scores, explain.match_count,
-                                  explain.scored_by) i;
-        -- The pool is widened to it, as the search's rerank pool is: the same ceiling.
-        perform sift._within_ceilings(cols, cardinality(given_ids));
-    elsif explain.scored_by is not null then
-        raise exception 'scored_by names the reranker of rerank_scores; give them too' using errcode = 'SF003';
-    end if;
+    -- explain's own arguments; a hosted rerank's scores, given by the caller.
+    select g.ids, g.base into given_ids, given_base
+    from sift._explain_given(cols, ks, explain.chunk_ids, explain.rerank_ids, explain.rerank_scores,
+                             explain.query_tokens, explain.match_count, explain.scored_by) g;
     late := sift._late_pool(cols, ks, query_text, query_embedding,
                             greatest(match_count, coalesce(cardinality(given_ids), 0)), filter, query_tokens, spaces,
                             space_embeddings, space_weights);
@@ -232,18 +337,8 @@ begin
             using errcode = 'SF003',
                   hint = 'the Python client''s explain reranks and passes them itself';
     end if;
-    status := case
-        when given_ids is not null then
-            pg_catalog.format('reranked: the top %s of the fused pool ranked on the rerank scores given%s',
-                              cardinality(given_ids),
-                              case when explain.scored_by is not null
-                                   then pg_catalog.format(' (scored by "%s")', explain.scored_by) end)
-        when choice.refused is not null then 'refused: ' || choice.refused
-        when choice.alias is not null then
-            pg_catalog.format('not reranked: this is the fused ranking; a search reranks its top %s with "%s", '
-                              'which SQL never calls (the Python client''s explain and pgsift explain show the '
-                              'reranked view, or pass rerank_ids and rerank_scores)',
-                              greatest(choice.rerank_top_n, match_count), choice.alias) end;
+    status := sift._rerank_status(cardinality(given_ids), explain.scored_by, choice.refused, choice.alias,
+                                  choice.rerank_top_n, match_count);
     return query
     with p as (
         select * from unnest(pool)
@@ -284,47 +379,17 @@ begin
         left join g on g.id = p.chunk_id
         union all
         -- Chunks the caller asked about that no leg retrieved: say why.
-        select null::integer, c.chunk_id, c.document_id, (cols[i]).name::text, null::text, null::integer,
-               case sp.distance
-                   when 'cosine' then e.embedding operator(@extschema:vector@.<=>) explain.query_embedding
-                   when 'l2' then e.embedding operator(@extschema:vector@.<->) explain.query_embedding
-                   else e.embedding operator(@extschema:vector@.<#>) explain.query_embedding end,
-               null::integer, null::double precision, null::double precision, null::double precision,
-               false, 'not_retrieved',
-               'not retrieved: outside both legs'' top '
-                   || greatest((ks[i]).fetch_k, explain.match_count)
-                   || case when explain.filter is not null and explain.filter <> '{}'::jsonb
-                                and not coalesce(pg_catalog.jsonb_path_match_tz(
-                                        d.metadata, sift.filter_path(explain.filter), '{}', true), false)
-                           then '; excluded by the metadata filter' else '' end
-                   || case when plan.lexical_query is null
-                           then '; lexical leg did not run'
-                           when c.search_vector @@ plan.lexical_query
-                           then '; matches the lexical query'
-                           else '; does not match the lexical query' end,
-               plan.legs, plan.lexical_query::text, plan.configs, null::timestamptz, null::double precision,
-               null::double precision, null::text, null::double precision, null::double precision,
-               null::integer, null::integer,
+        select null::integer, n.chunk_id, n.document_id, n.collection_name, null::text, null::integer,
+               n.dense_distance, null::integer, null::double precision, null::double precision,
+               null::double precision, false, 'not_retrieved', n.reason, n.legs, n.lexical_query,
+               n.lexical_configs, null::timestamptz, null::double precision, null::double precision, null::text,
+               null::double precision, null::double precision, null::integer, null::integer,
                coalesce(summary.threshold_applied, false), coalesce(summary.below_threshold, 0),
-               summary.threshold_skipped, false, null::bigint[], null::bigint,
-               sift._language(d.language), null::double precision,
-               case when 'lexical' = any (plan.legs)
-                    then coalesce((select pg_catalog.bool_and(q.lexical_exact) from p q
-                                   where q.collection_name = (cols[i]).name::text), true) end,
-               null::double precision, null::jsonb, null::double precision, null::integer
-        from generate_subscripts(cols, 1) as i
-        cross join lateral sift._legs(cols[i], ks[i], explain.query_text, explain.query_embedding is not null) plan
+               summary.threshold_skipped, false, null::bigint[], null::bigint, n.language, null::double precision,
+               n.lexical_exact, null::double precision, null::jsonb, null::double precision, null::integer
+        from sift._not_retrieved(cols, ks, explain.query_text, explain.query_embedding, explain.match_count,
+                                 explain.filter, explain.chunk_ids, pool) n
         cross join summary
-        cross join lateral (select (sift._space(cols[i], (ks[i]).dense_space)).*) sp
-        join sift.chunks c on c.collection_id = (cols[i]).collection_id
-        join sift.documents d on d.document_id = c.document_id
-        -- The chunk's vector in the space the dense leg searched.
-        cross join lateral (select case when sp.builtin then c.embedding
-                                        else (select v.embedding from sift.chunk_vectors v
-                                              where v.space_id = sp.space_id and v.chunk_id = c.chunk_id) end
-                                   as embedding) e
-        where c.chunk_id = any (explain.chunk_ids)
-          and not exists (select 1 from p where p.chunk_id = c.chunk_id)
     )
     select r.fused_rank, r.chunk_id, r.document_id, r.collection_name, d.source_uri, d.title, k.ordinal,
            r.found_by, r.dense_rank, r.dense_distance, r.lexical_rank, r.lexical_score, r.base_score,

@@ -34,6 +34,12 @@ set plan_cache_mode = force_generic_plan
 set extra_float_digits = 1
 rows 10
 as $$
+    -- Not split: one statement, planned once a session (force_generic_plan),
+    -- is what makes the plain path cheap: the fusion, finalize and the hits'
+    -- text in one plan and one execution after the legs, and the rest of the
+    -- pool never read when the first match_count places settle it. A function
+    -- per stage would be a call, a plan and rows handed over each, on the path
+    -- every default search takes.
     -- Fusion, finalize and the hits' text in one statement, for the stages a
     -- default search has (per-document cap, one translation, boost,
     -- lost-in-the-middle): nothing rescales one chunk's score against
@@ -41,11 +47,11 @@ as $$
     -- an idle stage is built (the plan's expressions are compiled on every
     -- execution; those of recency, the language weight and the threshold
     -- cost a default search ~60 us: sift._plain_hits_adjusted has them).
-    -- Every expression is the staged pipeline's own (sift.rrf,
-    -- sift._finalize, sift._hits): a chunk scores the same float and lands
-    -- in the same place on both paths.
+    -- Every expression is the staged pipeline's own (sift._fuse's rrf, which
+    -- is sift.rrf's; sift._finalize, sift._hits): a chunk scores the same
+    -- float and lands in the same place on both paths.
     with f as materialized (
-        -- Weighted RRF (sift.rrf; subnormal weights count as 0). Materialized:
+        -- Weighted RRF (sift.rrf, sift._fuse; subnormal weights count as 0). Materialized:
         -- the chunks are then looked up by a plain column, which row-level
         -- security lets into the index (through the full join's coalesce it
         -- is no index condition under a policy, and the pool was hashed
@@ -187,6 +193,9 @@ set plan_cache_mode = force_generic_plan
 set extra_float_digits = 1
 rows 10
 as $$
+    -- Not split: one statement planned once a session, as sift._plain_hits
+    -- (which says why); kept apart from it so that a search with none of
+    -- these stages on never compiles their expressions.
     -- sift._plain_hits with the stages that rescale one chunk's score against
     -- another's: recency, the weight of another language than the question's
     -- and the score threshold (on the fused score, before the others).

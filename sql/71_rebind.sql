@@ -112,7 +112,7 @@ comment on function sift._chunk_at(bigint, text) is
     'chunks read once), the chunk it starts in; null when the document does not hold it.';
 
 
-create or replace function sift._rebind(
+create or replace function sift._rebind_documents(
     col           sift.collections,
     gs            sift.golden_sets,
     only_question bigint)
@@ -128,28 +128,12 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    g       record;
-    p       record;
-    doc     bigint;
-    hit     bigint;
-    uri     text;
-    st      text;
-    found_in record;
-    doc_uri text;
-    holds   boolean;
-    words   text[];
-    verbatim   bigint[];
-    candidates bigint[];
-    r_id    bigint[] := '{}';
-    r_key   text[] := '{}';
-    r_old   bigint[] := '{}';
-    r_chunk bigint[] := '{}';
-    r_uri   text[] := '{}';
-    r_st    text[] := '{}';
+    g   record;
+    p   record;
+    doc bigint;
+    hit bigint;
+    st  text;
 begin
-    -- One rebind of a set at a time (a document's positive adds and removes rows).
-    perform 1 from sift.golden_sets s where s.golden_set_id = gs.golden_set_id for no key update;
-
     -- A positive given by its document alone is every chunk the document has
     -- now: its rows still on one of them are kept, the others take the chunks
     -- left over, a row is added for each chunk still without one, and the rows
@@ -218,19 +202,197 @@ begin
             elsif st = 'not_found' and p.old_chunk_id is not null then
                 update sift.golden_positives gp set chunk_id = null where gp.positive_id = hit;
             end if;
-            r_id := r_id || hit;
-            r_key := r_key || g.question_key;
-            r_old := r_old || p.old_chunk_id;
-            r_chunk := r_chunk || case when st = 'not_found' then null else p.chunk_id end;
-            r_uri := r_uri || g.source_uri;
-            r_st := r_st || st;
+            positive_id := hit;
+            question_key := g.question_key;
+            old_chunk_id := p.old_chunk_id;
+            chunk_id := case when st = 'not_found' then null else p.chunk_id end;
+            source_uri := g.source_uri;
+            status := st;
+            return next;
         end loop;
+    end loop;
+end;
+$$;
+comment on function sift._rebind_documents(sift.collections, sift.golden_sets, bigint) is
+    'Internal: sift._rebind''s positives given by their document alone (whole_document), '
+    'rebound to every chunk the document has now (rows kept, rebound, added or deleted; '
+    'not_found without the document); a row each, deleted rows left out. Writes.';
+
+
+create or replace function sift._find_elsewhere(
+    col sift.collections,
+    txt text,
+    out documents  bigint,
+    out chunk_id   bigint,
+    out source_uri text)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    words      text[];
+    verbatim   bigint[];
+    candidates bigint[];
+begin
+    -- In one pass over the collection's chunks: the documents with a chunk
+    -- that holds the text verbatim; when none does, the documents read whole
+    -- that may hold it across chunks (a chunk holds one of its two longest
+    -- words, and their chunks all its words but one: a cut may fall inside one).
+    words := array(select t.w
+                   from pg_catalog.regexp_split_to_table(txt, '\s+') as t(w)
+                   where t.w <> ''
+                   group by t.w
+                   order by pg_catalog.length(t.w) desc, t.w);
+    select coalesce(pg_catalog.array_agg(distinct c.document_id)
+                        filter (where pg_catalog.strpos(c.content, txt) > 0), '{}'),
+           coalesce(pg_catalog.array_agg(distinct c.document_id), '{}')
+    into verbatim, candidates
+    from sift.chunks c
+    where c.collection_id = col.collection_id
+      and (pg_catalog.strpos(c.content, words[1]) > 0
+           or pg_catalog.strpos(c.content, coalesce(words[2], words[1])) > 0);
+    if verbatim = '{}' and pg_catalog.cardinality(words) > 1 and candidates <> '{}' then
+        verbatim := array(select k.document_id
+                          from sift.chunks k
+                          cross join pg_catalog.unnest(words) as t(w)
+                          where k.document_id = any (candidates) and pg_catalog.strpos(k.content, t.w) > 0
+                          group by k.document_id
+                          having pg_catalog.count(distinct t.w) >= pg_catalog.cardinality(words) - 1
+                          order by k.document_id);
+    end if;
+    -- Of those, the ones where sift._chunk_at finds it: how many, and the first.
+    select pg_catalog.count(*),
+           (pg_catalog.array_agg(x.chunk_id order by x.document_id))[1],
+           (pg_catalog.array_agg(d.source_uri order by x.document_id))[1]
+    into documents, chunk_id, source_uri
+    from (select v.document_id, sift._chunk_at(v.document_id, txt) as chunk_id
+          from pg_catalog.unnest(verbatim) as v(document_id)) x
+    join sift.documents d on d.document_id = x.document_id
+    where x.chunk_id is not null;
+end;
+$$;
+comment on function sift._find_elsewhere(sift.collections, text) is
+    'Internal: the documents of the collection that hold the text (verbatim in a chunk; when '
+    'none does, read whole across chunks, all its words whole but one): how many, and the '
+    'first''s chunk where it is (sift._chunk_at) and source_uri. The text has something besides '
+    'whitespace.';
+
+
+create or replace function sift._bind_text(
+    col            sift.collections,
+    old_chunk_id   bigint,
+    old_source_uri text,
+    txt            text,
+    out chunk_id   bigint,
+    out source_uri text,
+    out status     text)
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    doc      bigint;
+    doc_uri  text;
+    holds    boolean;
+    found_in record;
+begin
+    chunk_id := null;
+    source_uri := old_source_uri;
+    status := 'not_found';
+    -- kept: its chunk still holds the text, or is where it starts.
+    select c.document_id, d.source_uri,
+           pg_catalog.strpos(c.content, txt) > 0
+               or pg_catalog.strpos(pg_catalog.regexp_replace(c.content, '\s+', '', 'g'),
+                                    pg_catalog.regexp_replace(txt, '\s+', '', 'g')) > 0
+    into doc, doc_uri, holds
+    from sift.chunks c join sift.documents d on d.document_id = c.document_id
+    where c.chunk_id = old_chunk_id and c.collection_id = col.collection_id;
+    if doc is not null then
+        chunk_id := case when holds then old_chunk_id else sift._chunk_at(doc, txt) end;
+        if chunk_id = old_chunk_id then
+            source_uri := doc_uri;
+            status := 'kept';
+        elsif chunk_id is not null and doc_uri is not distinct from old_source_uri then
+            status := 'rebound';     -- another chunk of its own document
+        else
+            chunk_id := null;
+        end if;
+    end if;
+    -- rebound: in its own document.
+    if chunk_id is null and old_source_uri is not null and doc_uri is distinct from old_source_uri then
+        select d.document_id into doc
+        from sift.documents d
+        where d.collection_id = col.collection_id and d.source_uri = old_source_uri;
+        if doc is not null then
+            chunk_id := sift._chunk_at(doc, txt);
+            status := case when chunk_id is not null then 'rebound' else status end;
+        end if;
+    end if;
+    -- Elsewhere in the collection (sift._find_elsewhere): moved when only a
+    -- document other than its own holds it, ambiguous when several do.
+    if chunk_id is null and pg_catalog.regexp_replace(txt, '\s+', '', 'g') <> '' then
+        found_in := sift._find_elsewhere(col, txt);
+        if found_in.documents = 1 then
+            chunk_id := found_in.chunk_id;
+            status := case when old_source_uri is not null and old_source_uri <> found_in.source_uri then 'moved'
+                           else 'rebound' end;
+            source_uri := found_in.source_uri;
+        elsif found_in.documents > 1 then
+            status := 'ambiguous';
+        end if;
+    end if;
+end;
+$$;
+comment on function sift._bind_text(sift.collections, bigint, text, text) is
+    'Internal: where a positive given by text (and the chunk and source_uri it was bound to) '
+    'binds now, as sift.rebind_golden_set says: its chunk (kept), else its own document '
+    '(rebound), else the only document of the collection that holds it (rebound, or moved from '
+    'another source_uri; ambiguous when several do); not_found, unbound, else. Reads only.';
+
+
+create or replace function sift._rebind(
+    col           sift.collections,
+    gs            sift.golden_sets,
+    only_question bigint)
+returns table (
+    positive_id  bigint,
+    question_key text,
+    old_chunk_id bigint,
+    chunk_id     bigint,
+    source_uri   text,
+    status       text)
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_column
+declare
+    p       record;
+    b       record;
+    r_id    bigint[] := '{}';
+    r_key   text[] := '{}';
+    r_old   bigint[] := '{}';
+    r_chunk bigint[] := '{}';
+    r_uri   text[] := '{}';
+    r_st    text[] := '{}';
+begin
+    -- One rebind of a set at a time (a document's positive adds and removes rows).
+    perform 1 from sift.golden_sets s where s.golden_set_id = gs.golden_set_id for no key update;
+
+    -- The positives given by their document alone first (sift._rebind_documents).
+    for b in select * from sift._rebind_documents(col, gs, only_question) loop
+        r_id := r_id || b.positive_id;
+        r_key := r_key || b.question_key;
+        r_old := r_old || b.old_chunk_id;
+        r_chunk := r_chunk || b.chunk_id;
+        r_uri := r_uri || b.source_uri;
+        r_st := r_st || b.status;
     end loop;
 
     -- A positive given by text (or by chunk, which gave it its text) binds to
     -- the chunk that holds the text now, compared whitespace aside, or where it
     -- starts when the chunks split it: first its own chunk, then its own
-    -- document, then the collection, where exactly one document must hold it.
+    -- document, then the collection, where exactly one document must hold it
+    -- (sift._bind_text finds it; here it is written).
     for p in
         select gp.positive_id, q.question_key, gp.chunk_id, gp.source_uri, gp.content
         from sift.golden_positives gp
@@ -239,93 +401,17 @@ begin
           and (only_question is null or q.question_id = only_question)
         order by gp.positive_id
     loop
-        hit := null;
-        uri := p.source_uri;
-        st := 'not_found';
-        -- kept: its chunk still holds the text, or is where it starts.
-        select c.document_id, d.source_uri,
-               pg_catalog.strpos(c.content, p.content) > 0
-                   or pg_catalog.strpos(pg_catalog.regexp_replace(c.content, '\s+', '', 'g'),
-                                        pg_catalog.regexp_replace(p.content, '\s+', '', 'g')) > 0
-        into doc, doc_uri, holds
-        from sift.chunks c join sift.documents d on d.document_id = c.document_id
-        where c.chunk_id = p.chunk_id and c.collection_id = col.collection_id;
-        if doc is not null then
-            hit := case when holds then p.chunk_id else sift._chunk_at(doc, p.content) end;
-            if hit = p.chunk_id then
-                uri := doc_uri;
-                st := 'kept';
-            elsif hit is not null and doc_uri is not distinct from p.source_uri then
-                st := 'rebound';     -- another chunk of its own document
-            else
-                hit := null;
-            end if;
-        end if;
-        -- rebound: in its own document.
-        if hit is null and p.source_uri is not null and doc_uri is distinct from p.source_uri then
-            select d.document_id into doc
-            from sift.documents d
-            where d.collection_id = col.collection_id and d.source_uri = p.source_uri;
-            if doc is not null then
-                hit := sift._chunk_at(doc, p.content);
-                st := case when hit is not null then 'rebound' else st end;
-            end if;
-        end if;
-        -- Elsewhere in the collection, in one pass over its chunks: the
-        -- documents with a chunk that holds it verbatim; when none does, the
-        -- documents read whole that may hold it across chunks (a chunk holds
-        -- one of its two longest words, and their chunks all its words but
-        -- one: a cut may fall inside one).
-        if hit is null and pg_catalog.regexp_replace(p.content, '\s+', '', 'g') <> '' then
-            words := array(select t.w
-                           from pg_catalog.regexp_split_to_table(p.content, '\s+') as t(w)
-                           where t.w <> ''
-                           group by t.w
-                           order by pg_catalog.length(t.w) desc, t.w);
-            select coalesce(pg_catalog.array_agg(distinct c.document_id)
-                                filter (where pg_catalog.strpos(c.content, p.content) > 0), '{}'),
-                   coalesce(pg_catalog.array_agg(distinct c.document_id), '{}')
-            into verbatim, candidates
-            from sift.chunks c
-            where c.collection_id = col.collection_id
-              and (pg_catalog.strpos(c.content, words[1]) > 0
-                   or pg_catalog.strpos(c.content, coalesce(words[2], words[1])) > 0);
-            if verbatim = '{}' and pg_catalog.cardinality(words) > 1 and candidates <> '{}' then
-                verbatim := array(select k.document_id
-                                  from sift.chunks k
-                                  cross join pg_catalog.unnest(words) as t(w)
-                                  where k.document_id = any (candidates) and pg_catalog.strpos(k.content, t.w) > 0
-                                  group by k.document_id
-                                  having pg_catalog.count(distinct t.w) >= pg_catalog.cardinality(words) - 1
-                                  order by k.document_id);
-            end if;
-            select pg_catalog.count(*) as documents,
-                   (pg_catalog.array_agg(x.chunk_id order by x.document_id))[1] as chunk_id,
-                   (pg_catalog.array_agg(d.source_uri order by x.document_id))[1] as source_uri
-            into found_in
-            from (select v.document_id, sift._chunk_at(v.document_id, p.content) as chunk_id
-                  from pg_catalog.unnest(verbatim) as v(document_id)) x
-            join sift.documents d on d.document_id = x.document_id
-            where x.chunk_id is not null;
-            if found_in.documents = 1 then
-                hit := found_in.chunk_id;
-                st := case when p.source_uri is not null and p.source_uri <> found_in.source_uri then 'moved'
-                           else 'rebound' end;
-                uri := found_in.source_uri;
-            elsif found_in.documents > 1 then
-                st := 'ambiguous';
-            end if;
-        end if;
-        if hit is distinct from p.chunk_id or uri is distinct from p.source_uri then
-            update sift.golden_positives gp set chunk_id = hit, source_uri = uri
+        b := sift._bind_text(col, p.chunk_id, p.source_uri, p.content);
+        if b.chunk_id is distinct from p.chunk_id or b.source_uri is distinct from p.source_uri then
+            update sift.golden_positives gp set chunk_id = b.chunk_id, source_uri = b.source_uri
             where gp.positive_id = p.positive_id;
         end if;
         r_id := r_id || p.positive_id;
         r_key := r_key || p.question_key;
         r_old := r_old || p.chunk_id;
-        r_chunk := r_chunk || hit;
-        r_uri := r_uri || uri;
-        r_st := r_st || st;
+        r_chunk := r_chunk || b.chunk_id;
+        r_uri := r_uri || b.source_uri;
+        r_st := r_st || b.status;
     end loop;
 
     return query

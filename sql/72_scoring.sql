@@ -1,103 +1,9 @@
--- Evaluation runs: a golden set scored through sift.search. In: a
+-- Scoring: a golden set scored through sift.search. In: a
 -- collection, its golden set, k, knobs and a mode. Out: per question the
 -- ranked units and their hit rate, MRR, nDCG, precision, recall and
 -- coverage (pgsift.metrics' definitions: tests/test_evaluation.py holds the
--- two equal), and a run's metrics stored in sift.eval_runs with the change
--- since the one before (sift.eval_history).
-
-
-create or replace function sift._eval_runs_before_write()
-returns trigger
-language plpgsql volatile security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    -- Figures and settings nested past the limit are refused, as metadata is.
-    if tg_op = 'INSERT' or new.metrics is distinct from old.metrics or new.settings is distinct from old.settings then
-        perform sift._check_nesting(new.metrics, 'a run''s metrics');
-        perform sift._check_nesting(new.settings, 'a run''s settings');
-    end if;
-    -- The golden set scored is one of the run's collection, as the caller sees
-    -- it: another tenant's set is refused exactly like one that does not exist
-    -- (the foreign key, checked as the table's owner, would tell them apart).
-    -- Unlinking (a set's deletion sets it to null) is never refused.
-    if new.golden_set_id is not null
-       and (tg_op = 'INSERT' or new.golden_set_id is distinct from old.golden_set_id
-            or new.collection_id is distinct from old.collection_id)
-       and not exists (select 1 from sift.golden_sets s
-                       where s.golden_set_id = new.golden_set_id and s.collection_id = new.collection_id) then
-        raise exception 'golden set % is not a golden set of the run''s collection', new.golden_set_id
-            using errcode = 'SFG01', hint = '`pgsift golden list` shows the collection''s sets';
-    end if;
-    return new;
-end;
-$$;
-comment on function sift._eval_runs_before_write() is
-    'Trigger: a run''s golden set must be one of its collection as the caller sees it (SFG01 alike '
-    'for another collection''s, another tenant''s or a missing set); its metrics and settings nest '
-    'at most 64 levels (SF003).';
-
-create or replace trigger eval_runs_before_write
-    before insert or update on sift.eval_runs
-    for each row execute function sift._eval_runs_before_write();
-
-
-create or replace function sift.eval_history(
-    collection text,
-    golden_set text default null,
-    max_runs   integer default 50)
-returns table (
-    run_id          bigint,
-    created_at      timestamptz,
-    set_name        text,
-    label           text,
-    k               integer,
-    metrics         jsonb,
-    settings        jsonb,
-    previous_run_id bigint,
-    delta           jsonb)
-language plpgsql stable security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-    col sift.collections := sift._collection(eval_history.collection);
-begin
-    if eval_history.max_runs is not null and eval_history.max_runs < 1 then
-        raise exception 'max_runs must be at least 1 (null: every run), got %', eval_history.max_runs
-            using errcode = 'SF003';
-    end if;
-    return query
-    with runs as (
-        select r.run_id, r.created_at, r.golden_set, r.label, r.k, r.metrics, r.settings,
-               pg_catalog.lag(r.run_id) over w as previous_run_id,
-               pg_catalog.lag(r.metrics) over w as previous_metrics
-        from sift.eval_runs r
-        where r.collection_id = col.collection_id
-          and (eval_history.golden_set is null or r.golden_set = eval_history.golden_set)
-        window w as (partition by r.golden_set, r.k, r.label order by r.run_id)
-    ), latest as (
-        select * from runs order by runs.run_id desc limit eval_history.max_runs
-    )
-    select l.run_id, l.created_at, l.golden_set, l.label, l.k, l.metrics, l.settings,
-           l.previous_run_id,
-           case when l.previous_run_id is not null then (
-               select coalesce(pg_catalog.jsonb_object_agg(
-                          m.key, m.value::float8 - (l.previous_metrics -> m.key)::float8
-                          order by m.key), '{}'::jsonb)
-               from pg_catalog.jsonb_each(l.metrics) m
-               where pg_catalog.jsonb_typeof(m.value) = 'number'
-                 and pg_catalog.jsonb_typeof(l.previous_metrics -> m.key) = 'number') end
-    from latest l
-    order by l.run_id;
-end;
-$$;
-comment on function sift.eval_history(text, text, integer) is
-    'Stored evaluation runs of a collection, oldest first (the latest max_runs; null: all), '
-    'optionally of one golden set: settings used, metrics, when, and delta = each numeric metric '
-    'minus the same metric of the previous run with the same golden set, k and label '
-    '(pipeline, dense, lexical, sweep <knob>=<value>). Read-only.';
-
+-- two equal); sift.evaluate_golden_set records a run's means
+-- (sql/74_eval_runs.sql keeps the history).
 
 -- Evaluation runs from SQL: every question of a golden set through sift.search,
 -- scored as the Python package scores (pgsift.metrics: trec_eval's definitions),
@@ -131,6 +37,227 @@ comment on function sift._eval_knobs(text, jsonb, text) is
     'given to a baseline.';
 
 
+-- sift.score_golden_set in its steps: the arguments checked before any search
+-- runs (sift._score_checks); then per question, after its search, the units
+-- relevant to it (sift._score_units), what each hit of the answer counts as
+-- (sift._score_hits) and the metrics of that ranking (sift._score_metrics).
+
+create or replace function sift._score_checks(
+    col  sift.collections,
+    gs   sift.golden_sets,
+    k    integer,
+    call jsonb,
+    mode text)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+    missing integer;
+begin
+    if k is null or k < 1 or k > 1000 then
+        raise exception 'k must be an integer in [1, 1000], got %', coalesce(k::text, 'null') using errcode = 'SF003';
+    end if;
+    -- The knobs are checked (names, types, ranges) before any search runs.
+    perform 1 from sift.knobs(col.name, call);
+    if not exists (select 1 from sift.golden_questions x where x.golden_set_id = gs.golden_set_id) then
+        raise exception 'golden set "%" has no question', gs.name using errcode = 'SF003';
+    end if;
+    if mode = 'dense' then
+        select pg_catalog.count(*) into missing
+        from sift.golden_questions x where x.golden_set_id = gs.golden_set_id and x.embedding is null;
+        if missing > 0 then
+            raise exception 'the dense baseline needs a query vector for every question; % have none stored', missing
+                using errcode = 'SF003', hint = 'store the questions'' vectors (embedding); SQL never embeds a text';
+        end if;
+    end if;
+end;
+$$;
+comment on function sift._score_checks(sift.collections, sift.golden_sets, integer, jsonb, text) is
+    'Internal: sift.score_golden_set''s checks, in its order, before any search runs: k in '
+    '[1, 1000], the knobs (sift.knobs), a golden set with a question, and for the dense baseline '
+    'a stored vector for every question (SF003 otherwise).';
+
+
+create or replace function sift._score_units(
+    gs          sift.golden_sets,
+    question_id bigint,
+    out units   text[],
+    out grades  integer[],
+    out bound   bigint[])
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+begin
+    -- The question's relevant units with their grades: a bound positive is its chunk
+    -- (its document, judged at the document level, as it is now); an unbound one can
+    -- never be found (one per document at the document level, unless that document is
+    -- relevant through a bound chunk).
+    select coalesce(pg_catalog.array_agg(u.unit order by u.unit), '{}'),
+           coalesce(pg_catalog.array_agg(u.grade order by u.unit), '{}')
+    into units, grades
+    from (select y.unit, pg_catalog.max(y.grade) as grade
+          from (select case when gs.judged_at = 'chunk' then 'chunk:' || p.chunk_id
+                            else 'doc:' || coalesce(d.source_uri, p.source_uri) end as unit, p.grade
+                from sift.golden_positives p
+                left join sift.chunks c on c.chunk_id = p.chunk_id
+                left join sift.documents d on d.document_id = c.document_id
+                where p.question_id = _score_units.question_id and p.chunk_id is not null
+                union all
+                select case when gs.judged_at = 'document' and p.source_uri is not null
+                            then 'unbound:' || p.source_uri else 'unbound:' || p.positive_id end, p.grade
+                from sift.golden_positives p
+                where p.question_id = _score_units.question_id and p.chunk_id is null
+                  and not (gs.judged_at = 'document' and p.source_uri is not null and exists (
+                      select 1 from sift.golden_positives b
+                      join sift.chunks c on c.chunk_id = b.chunk_id
+                      join sift.documents d on d.document_id = c.document_id
+                      where b.question_id = _score_units.question_id and d.source_uri = p.source_uri))) y
+          group by y.unit) u;
+    -- Its bound positives (the chunks that coverage looks for; in no particular order).
+    bound := array(select p.chunk_id from sift.golden_positives p
+                   where p.question_id = _score_units.question_id and p.chunk_id is not null);
+end;
+$$;
+comment on function sift._score_units(sift.golden_sets, bigint) is
+    'Internal: a golden question''s relevant units (chunk:<id>, doc:<source_uri> at the document '
+    'level, unbound:<...> for a positive that can never be found) in unit order with their '
+    'grades (the best of each unit''s positives), and its bound positives'' chunk ids.';
+
+
+create or replace function sift._score_hits(
+    hs         sift.hit[],
+    gs         sift.golden_sets,
+    bound      bigint[],
+    out ranked text[],
+    out tokens integer,
+    out merged integer,
+    out sent   bigint[])
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+    h        sift.hit;
+    credited bigint[];
+    covered  bigint[];
+    fresh    bigint;
+begin
+    -- What each hit counts as: at the chunk level, the first positive among the chunks
+    -- it stands for (a merged section's, its window's) that no better hit was credited
+    -- with, else itself; at the document level, its document.
+    ranked := '{}';
+    tokens := 0;
+    merged := 0;
+    credited := '{}';
+    sent := '{}';
+    foreach h in array hs loop
+        covered := array(select x.c from pg_catalog.unnest(
+                             case when pg_catalog.cardinality(h.chunk_ids) > 0 then h.chunk_ids
+                                  else array[h.chunk_id] end
+                             || coalesce(h.window_chunk_ids, '{}')) with ordinality as x(c, o)
+                         group by x.c order by pg_catalog.min(x.o));
+        fresh := null;
+        if gs.judged_at = 'chunk' then
+            select x.c into fresh
+            from pg_catalog.unnest(covered) with ordinality as x(c, o)
+            where x.c = any (bound) and not x.c = any (credited)
+            order by x.o limit 1;
+        end if;
+        if fresh is not null then
+            credited := credited || fresh;
+            ranked := ranked || ('chunk:' || fresh);
+        elsif gs.judged_at = 'chunk' then
+            ranked := ranked || ('chunk:' || h.chunk_id);
+        else
+            ranked := ranked || ('doc:' || h.source_uri);
+        end if;
+        -- The chunks whose text it sends (none when a better hit's window holds it),
+        -- and their tokens.
+        if h.window_of is null then
+            sent := sent || case when pg_catalog.cardinality(h.window_chunk_ids) > 0 then h.window_chunk_ids
+                                 when pg_catalog.cardinality(h.chunk_ids) > 0 then h.chunk_ids
+                                 else array[h.chunk_id] end;
+            tokens := tokens + coalesce((
+                select pg_catalog.sum(coalesce(c.token_count, 0))
+                from pg_catalog.unnest(case when pg_catalog.cardinality(h.window_chunk_ids) > 0
+                                            then h.window_chunk_ids
+                                            when pg_catalog.cardinality(h.chunk_ids) > 0 then h.chunk_ids
+                                            else array[h.chunk_id] end) as x(c)
+                join sift.chunks c on c.chunk_id = x.c), 0)::integer;
+        end if;
+        sent := sent || covered;
+        merged := merged + case when h.merged then 1 else 0 end;
+    end loop;
+end;
+$$;
+comment on function sift._score_hits(sift.hit[], sift.golden_sets, bigint[]) is
+    'Internal: what each hit of an answer (in rank order) counts as for a golden set: chunk:<id> '
+    '(the first of the bound positives it stands for that no better hit was credited with, else '
+    'itself) or doc:<source_uri> at the document level; the token_count of the chunks whose text '
+    'it sends, how many hits were merged sections, and the chunks whose text came back.';
+
+
+create or replace function sift._score_metrics(
+    ranked          text[],
+    units           text[],
+    grades          integer[],
+    k               integer,
+    out hit_rate    double precision,
+    out mrr         double precision,
+    out ndcg        double precision,
+    out "precision" double precision,
+    out recall      double precision)
+language plpgsql immutable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+#variable_conflict use_variable
+declare
+    top       text[];
+    found_rel integer;
+    dcg       double precision;
+    idcg      double precision;
+    first_hit integer;
+    g         integer;
+    i         integer;
+begin
+    -- The ranking with repeats dropped (each unit at its best place), cut at k; then
+    -- pgsift.metrics: hit (success@k), reciprocal rank, nDCG@k with linear gain (the
+    -- ideal from every relevant unit), precision (over k) and recall.
+    top := array(select x.u from pg_catalog.unnest(ranked) with ordinality as x(u, o)
+                 group by x.u order by pg_catalog.min(x.o) limit k);
+    found_rel := 0;
+    dcg := 0;
+    first_hit := null;
+    for i in 1 .. coalesce(pg_catalog.cardinality(top), 0) loop
+        g := grades[pg_catalog.array_position(units, top[i])];
+        if g is not null then
+            found_rel := found_rel + 1;
+            first_hit := coalesce(first_hit, i);
+            dcg := dcg + g / (pg_catalog.ln((i + 1)::float8) / pg_catalog.ln(2::float8));
+        end if;
+    end loop;
+    select coalesce(pg_catalog.sum(x.g / (pg_catalog.ln((x.o + 1)::float8) / pg_catalog.ln(2::float8))
+                                   order by x.o), 0)
+    into idcg
+    from (select y.g, pg_catalog.row_number() over (order by y.g desc, y.n) as o
+          from pg_catalog.unnest(grades) with ordinality as y(g, n)) x
+    where x.o <= k;
+    hit_rate := case when found_rel > 0 then 1 else 0 end;
+    mrr := case when first_hit is null then 0 else 1.0::float8 / first_hit end;
+    ndcg := case when idcg > 0 then dcg / idcg else 0 end;
+    "precision" := found_rel::float8 / k;
+    recall := found_rel::float8 / pg_catalog.cardinality(units);
+end;
+$$;
+comment on function sift._score_metrics(text[], text[], integer[], integer) is
+    'Internal: pgsift.metrics'' figures at k of a ranking (what each hit counts as, in rank order) '
+    'against a question''s relevant units and their grades (at least one unit): hit_rate, mrr, '
+    'ndcg (linear gain, the ideal from every relevant unit), precision (over k) and recall.';
+
+
 create or replace function sift.score_golden_set(
     collection text,
     golden_set text default null,
@@ -156,48 +283,15 @@ set search_path = pg_catalog, pg_temp
 as $$
 #variable_conflict use_variable
 declare
-    col       sift.collections := sift._collection(score_golden_set.collection);
-    gs        sift.golden_sets := sift._golden_set(col, score_golden_set.golden_set);
-    call      jsonb := sift._eval_knobs(col.name, score_golden_set.knobs, score_golden_set.mode);
-    q         record;
-    h         sift.hit;
-    hs        sift.hit[];
-    bound     bigint[];
-    units     text[];
-    grades    integer[];
-    credited  bigint[];
-    covered   bigint[];
-    sent      bigint[];
-    fresh     bigint;
-    top       text[];
-    n_rel     integer;
-    found_rel integer;
-    dcg       double precision;
-    idcg      double precision;
-    first_hit integer;
-    r_ranked  text[];
-    r_tokens  integer;
-    r_merged  integer;
-    g         integer;
-    i         integer;
-    missing   integer;
+    col     sift.collections := sift._collection(score_golden_set.collection);
+    gs      sift.golden_sets := sift._golden_set(col, score_golden_set.golden_set);
+    call    jsonb := sift._eval_knobs(col.name, score_golden_set.knobs, score_golden_set.mode);
+    q       record;
+    hs      sift.hit[];
+    rel     record;   -- sift._score_units: units, grades, bound
+    counted record;   -- sift._score_hits: ranked, tokens, merged, sent
 begin
-    if k is null or k < 1 or k > 1000 then
-        raise exception 'k must be an integer in [1, 1000], got %', coalesce(k::text, 'null') using errcode = 'SF003';
-    end if;
-    -- The knobs are checked (names, types, ranges) before any search runs.
-    perform 1 from sift.knobs(col.name, call);
-    if not exists (select 1 from sift.golden_questions x where x.golden_set_id = gs.golden_set_id) then
-        raise exception 'golden set "%" has no question', gs.name using errcode = 'SF003';
-    end if;
-    if mode = 'dense' then
-        select pg_catalog.count(*) into missing
-        from sift.golden_questions x where x.golden_set_id = gs.golden_set_id and x.embedding is null;
-        if missing > 0 then
-            raise exception 'the dense baseline needs a query vector for every question; % have none stored', missing
-                using errcode = 'SF003', hint = 'store the questions'' vectors (embedding); SQL never embeds a text';
-        end if;
-    end if;
+    perform sift._score_checks(col, gs, k, call, mode);
 
     for q in
         select x.question_id, x.question_key, x.question, x.answerable,
@@ -211,125 +305,29 @@ begin
                                               query_embedding => q.embedding, match_count => k,
                                               knobs => call) s
                     order by s.rank, s.chunk_id);
-        -- The question's relevant units with their grades: a bound positive is its chunk
-        -- (its document, judged at the document level, as it is now); an unbound one can
-        -- never be found (one per document at the document level, unless that document is
-        -- relevant through a bound chunk).
-        select coalesce(pg_catalog.array_agg(u.unit order by u.unit), '{}'),
-               coalesce(pg_catalog.array_agg(u.grade order by u.unit), '{}')
-        into units, grades
-        from (select y.unit, pg_catalog.max(y.grade) as grade
-              from (select case when gs.judged_at = 'chunk' then 'chunk:' || p.chunk_id
-                                else 'doc:' || coalesce(d.source_uri, p.source_uri) end as unit, p.grade
-                    from sift.golden_positives p
-                    left join sift.chunks c on c.chunk_id = p.chunk_id
-                    left join sift.documents d on d.document_id = c.document_id
-                    where p.question_id = q.question_id and p.chunk_id is not null
-                    union all
-                    select case when gs.judged_at = 'document' and p.source_uri is not null
-                                then 'unbound:' || p.source_uri else 'unbound:' || p.positive_id end, p.grade
-                    from sift.golden_positives p
-                    where p.question_id = q.question_id and p.chunk_id is null
-                      and not (gs.judged_at = 'document' and p.source_uri is not null and exists (
-                          select 1 from sift.golden_positives b
-                          join sift.chunks c on c.chunk_id = b.chunk_id
-                          join sift.documents d on d.document_id = c.document_id
-                          where b.question_id = q.question_id and d.source_uri = p.source_uri))) y
-              group by y.unit) u;
-        bound := array(select p.chunk_id from sift.golden_positives p
-                       where p.question_id = q.question_id and p.chunk_id is not null);
-        -- What each hit counts as: at the chunk level, the first positive among the chunks
-        -- it stands for (a merged section's, its window's) that no better hit was credited
-        -- with, else itself; at the document level, its document.
-        r_ranked := '{}';
-        r_tokens := 0;
-        r_merged := 0;
-        credited := '{}';
-        sent := '{}';
-        foreach h in array hs loop
-            covered := array(select x.c from pg_catalog.unnest(
-                                 case when pg_catalog.cardinality(h.chunk_ids) > 0 then h.chunk_ids
-                                      else array[h.chunk_id] end
-                                 || coalesce(h.window_chunk_ids, '{}')) with ordinality as x(c, o)
-                             group by x.c order by pg_catalog.min(x.o));
-            fresh := null;
-            if gs.judged_at = 'chunk' then
-                select x.c into fresh
-                from pg_catalog.unnest(covered) with ordinality as x(c, o)
-                where x.c = any (bound) and not x.c = any (credited)
-                order by x.o limit 1;
-            end if;
-            if fresh is not null then
-                credited := credited || fresh;
-                r_ranked := r_ranked || ('chunk:' || fresh);
-            elsif gs.judged_at = 'chunk' then
-                r_ranked := r_ranked || ('chunk:' || h.chunk_id);
-            else
-                r_ranked := r_ranked || ('doc:' || h.source_uri);
-            end if;
-            -- The chunks whose text it sends (none when a better hit's window holds it),
-            -- and their tokens.
-            if h.window_of is null then
-                sent := sent || case when pg_catalog.cardinality(h.window_chunk_ids) > 0 then h.window_chunk_ids
-                                     when pg_catalog.cardinality(h.chunk_ids) > 0 then h.chunk_ids
-                                     else array[h.chunk_id] end;
-                r_tokens := r_tokens + coalesce((
-                    select pg_catalog.sum(coalesce(c.token_count, 0))
-                    from pg_catalog.unnest(case when pg_catalog.cardinality(h.window_chunk_ids) > 0
-                                                then h.window_chunk_ids
-                                                when pg_catalog.cardinality(h.chunk_ids) > 0 then h.chunk_ids
-                                                else array[h.chunk_id] end) as x(c)
-                    join sift.chunks c on c.chunk_id = x.c), 0)::integer;
-            end if;
-            sent := sent || covered;
-            r_merged := r_merged + case when h.merged then 1 else 0 end;
-        end loop;
+        select * into rel from sift._score_units(gs, q.question_id);
+        select * into counted from sift._score_hits(hs, gs, rel.bound);
 
         question_key := q.question_key;
         answerable := q.answerable;
         chunk_ids := array(select x.chunk_id from pg_catalog.unnest(hs) with ordinality as x order by x.ordinality);
-        ranked := r_ranked;
-        tokens := r_tokens;
+        ranked := counted.ranked;
+        tokens := counted.tokens;
         legs := case when pg_catalog.cardinality(hs) > 0 then (hs[1]).legs end;
-        merged := r_merged;
-        coverage := case when q.answerable and pg_catalog.cardinality(bound) > 0 then
-                        (select pg_catalog.count(distinct b)::float8 from pg_catalog.unnest(bound) as b
-                         where b = any (sent))
-                        / (select pg_catalog.count(distinct b) from pg_catalog.unnest(bound) as b) end;
+        merged := counted.merged;
+        coverage := case when q.answerable and pg_catalog.cardinality(rel.bound) > 0 then
+                        (select pg_catalog.count(distinct b)::float8 from pg_catalog.unnest(rel.bound) as b
+                         where b = any (counted.sent))
+                        / (select pg_catalog.count(distinct b) from pg_catalog.unnest(rel.bound) as b) end;
         hit_rate := null;
         mrr := null;
         ndcg := null;
         "precision" := null;
         recall := null;
-        n_rel := pg_catalog.cardinality(units);
-        if q.answerable and n_rel > 0 then
-            -- The ranking with repeats dropped (each unit at its best place), cut at k; then
-            -- pgsift.metrics: hit (success@k), reciprocal rank, nDCG@k with linear gain (the
-            -- ideal from every relevant unit), precision (over k) and recall.
-            top := array(select x.u from pg_catalog.unnest(r_ranked) with ordinality as x(u, o)
-                         group by x.u order by pg_catalog.min(x.o) limit k);
-            found_rel := 0;
-            dcg := 0;
-            first_hit := null;
-            for i in 1 .. coalesce(pg_catalog.cardinality(top), 0) loop
-                g := grades[pg_catalog.array_position(units, top[i])];
-                if g is not null then
-                    found_rel := found_rel + 1;
-                    first_hit := coalesce(first_hit, i);
-                    dcg := dcg + g / (pg_catalog.ln((i + 1)::float8) / pg_catalog.ln(2::float8));
-                end if;
-            end loop;
-            select coalesce(pg_catalog.sum(x.g / (pg_catalog.ln((x.o + 1)::float8) / pg_catalog.ln(2::float8))
-                                           order by x.o), 0)
-            into idcg
-            from (select y.g, pg_catalog.row_number() over (order by y.g desc, y.n) as o
-                  from pg_catalog.unnest(grades) with ordinality as y(g, n)) x
-            where x.o <= k;
-            hit_rate := case when found_rel > 0 then 1 else 0 end;
-            mrr := case when first_hit is null then 0 else 1.0::float8 / first_hit end;
-            ndcg := case when idcg > 0 then dcg / idcg else 0 end;
-            "precision" := found_rel::float8 / k;
-            recall := found_rel::float8 / n_rel;
+        if q.answerable and pg_catalog.cardinality(rel.units) > 0 then
+            select m.hit_rate, m.mrr, m.ndcg, m."precision", m.recall
+            into hit_rate, mrr, ndcg, "precision", recall
+            from sift._score_metrics(counted.ranked, rel.units, rel.grades, k) m;
         end if;
         return next;
     end loop;
@@ -347,46 +345,6 @@ comment on function sift.score_golden_set(text, text, integer, jsonb, text) is
     'whose text came back) and merged (hits that were merged sections). A question''s stored '
     'vector is its query vector (without one, the lexical leg alone): SQL never embeds and '
     'never calls a hosted reranker. Read-only.';
-
-
-create or replace function sift.record_eval_run(
-    collection text,
-    golden_set text,
-    label      text,
-    k          integer,
-    metrics    jsonb,
-    settings   jsonb default '{}')
-returns table (
-    run_id          bigint,
-    created_at      timestamptz,
-    previous_run_id bigint,
-    delta           jsonb)
-language plpgsql volatile security invoker
-set search_path = pg_catalog, pg_temp
-as $$
-#variable_conflict use_column
-declare
-    col sift.collections := sift._collection(record_eval_run.collection);
-    gs  sift.golden_sets := sift._golden_set(col, record_eval_run.golden_set);
-    id  bigint;
-begin
-    insert into sift.eval_runs as r (collection_id, golden_set_id, golden_set, label, k, settings, metrics)
-    values (col.collection_id, gs.golden_set_id, gs.name, record_eval_run.label, record_eval_run.k,
-            coalesce(record_eval_run.settings, '{}'), record_eval_run.metrics)
-    returning r.run_id into id;
-    return query
-    select h.run_id, h.created_at, h.previous_run_id, h.delta
-    from sift.eval_history(col.name, gs.name, null) h
-    where h.run_id = id;
-end;
-$$;
-comment on function sift.record_eval_run(text, text, text, integer, jsonb, jsonb) is
-    'Records an evaluation run of a golden set (null: the collection''s only one) in the history: '
-    'its label (pipeline, dense, lexical, sweep <knob>=<value>), k, metrics and settings (JSON '
-    'objects); returns its run_id and created_at, and as sift.eval_history says, the previous run '
-    'of the same golden set, k and label and the delta of each numeric metric against it. '
-    'sift.evaluate_golden_set records its runs with it; the '
-    'Python package records the runs it scores. Writes.';
 
 
 create or replace function sift.evaluate_golden_set(

@@ -14,7 +14,7 @@ DOC = ROOT / "docs" / "architecture.md"
 
 # The functions whose calls the picture must show in full: the search's path, stage by stage.
 STAGES = ("search", "_plain_search", "_staged_search", "_late_pool", "_candidates", "_pool", "_hits",
-          "_finalize", "_dense_ids", "_space_dense_ids")
+          "_finalize", "_dense_ids", "_space_dense_ids", "_question_ids")
 # What those call that is no stage of its own: a helper the picture leaves out, and why.
 HELPERS = {
     "filter_path": "compiles the metadata filter each leg applies",
@@ -22,7 +22,7 @@ HELPERS = {
     "_space": "looks a vector space up by name",
     "_space_missing": "says why a space has no vector for a chunk",
     "_query_tokens": "checks the query's token vectors",
-    "rrf": "the RRF formula, shared with sift._fuse",
+    "_merge_questions": "merges the question leg into the dense leg (no statement on a table)",
     "language_config": "a language's text search configuration",
     "_section_body": "a section's text for parent_return",
     "_check_deadline": "the tenant's call_time_limit between steps",
@@ -31,6 +31,7 @@ HELPERS = {
     "_recency_date": "a document's date for recency",
     "recency_factor": "the recency formula",
     "_hnsw_ef_search": "the walk's candidate list",
+    "_distance_operator": "a distance's pgvector operator",
     "_walk_name": "the walk function's name",
     "_dense_ids_sql": "the leg's statement when no walk function exists",
     "_dense_rows_sql": "the leg's statement when no walk function exists",

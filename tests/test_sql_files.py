@@ -1,4 +1,5 @@
-"""Every shipped SQL file parses (pglast, PostgreSQL's own parser); no database needed.
+"""Every shipped SQL file parses (pglast, PostgreSQL's own parser), and no function of sql/
+runs past LONG lines without saying why; no database needed.
 
 A syntax error is reported as file:line, so the failing file is in the test id
 and the line is in the message.
@@ -6,6 +7,7 @@ and the line is in the message.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,12 @@ from pgsift.schema import with_vector_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SQL_FILES = sorted([*(ROOT / "sql").glob("*.sql"), *(ROOT / "migrations").glob("*.sql")])
+FUNCTION_FILES = sorted((ROOT / "sql").glob("*.sql"))
+# A function longer than this (from its `create or replace function` to the `$$;` that closes
+# it) is split into smaller ones, or its body says why it is one, on a line that starts with
+# `-- Not split:` and gives the reason.
+LONG = 120
+REASON = re.compile(r"^\s*-- Not split: \S.{20,}$", re.M)
 
 
 def line_of(text: str, offset: int | None) -> int | None:
@@ -36,6 +44,25 @@ def parse_or_explain(text: str, name: str) -> int:
         raise AssertionError(f"{where}: {message}\n    {snippet}") from exc
 
 
+def long_functions(text: str) -> list[tuple[str, int, int]]:
+    """(name, first line, lines) of every function in a file of sql/ longer than LONG lines whose
+    body gives no `-- Not split:` reason. A function starts at a line that begins with `create or
+    replace function` (one made by a string inside another starts further in) and ends at the
+    first line after it that begins with `$$;`."""
+    lines = text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        m = re.match(r"create or replace function (sift\.\w+)\(", line)
+        if not m:
+            continue
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("$$;"))
+        whole = "\n".join(lines[i:end + 1])
+        body = whole[whole.index("$$") + 2:]
+        if end - i + 1 > LONG and not REASON.search(body):
+            found.append((m.group(1), i + 1, end - i + 1))
+    return found
+
+
 def test_there_are_files_to_check():
     names = {p.parent.name for p in SQL_FILES}
     assert names == {"sql", "migrations"}
@@ -46,6 +73,35 @@ def test_file_parses(path: Path):
     # The installer writes pgvector's schema where the files say @extschema:vector@.
     text = with_vector_schema(path.read_text(encoding="utf-8"), "public")
     assert parse_or_explain(text, f"{path.parent.name}/{path.name}") > 0
+
+
+@pytest.mark.parametrize("path", FUNCTION_FILES, ids=lambda p: p.name)
+def test_no_function_is_long_without_a_reason(path: Path):
+    long = long_functions(path.read_text(encoding="utf-8"))
+    assert not long, "\n".join(
+        f"sql/{path.name}:{line}: {name} is {n} lines (more than {LONG}): split it, or say why it is one "
+        "in its body, on a line starting `-- Not split:`" for name, line, n in long)
+
+
+def test_a_long_function_is_found_and_a_reason_is_read():
+    def function(name: str, body_lines: int, comment: str = "") -> str:
+        body = [f"    select {i};" for i in range(body_lines)]
+        return "\n".join([f"create or replace function sift.{name}()", "returns void", "language sql",
+                          "as $$", *([comment] if comment else []), *body, "$$;",
+                          f"comment on function sift.{name}() is 'x';", ""])
+
+    assert long_functions(function("short", LONG - 5)) == []
+    # A string that makes a function inside another is no function of its own.
+    nested = function("maker", 10).replace("select 3;", "'create or replace function sift.made() ' || 'x';")
+    assert long_functions(nested) == []
+    text = function("short", 3) + function("long", LONG) + function("explained", LONG,
+                                                                    "    -- Not split: one statement planned once.")
+    first = len(function("short", 3).splitlines()) + 1
+    assert long_functions(text) == [("sift.long", first, LONG + 5)]
+    # The reason is in the body, and says something.
+    assert [f[0] for f in long_functions(function("bare", LONG, "    -- Not split:"))] == ["sift.bare"]
+    moved = function("before_body", LONG).replace("as $$", "-- Not split: said before the body, not in it.\nas $$")
+    assert [f[0] for f in long_functions(moved)] == ["sift.before_body"]
 
 
 def test_parse_error_names_file_and_line():

@@ -51,7 +51,7 @@ MODES = ("dense", "lexical", "hybrid")
 # The leg functions a search's time is split by: what runs inside them is the legs'. In each
 # group one calls the next (the staged pipeline reaches _dense_ids through a space's
 # _space_dense_ids), so a group counts once, by its largest total.
-LEGS = (("_space_dense_ids", "_dense_ids"), ("_question_leg",), ("_legs",), ("_lexical_ids",))
+LEGS = (("_space_dense_ids", "_dense_ids"), ("_question_ids",), ("_legs",), ("_lexical_ids",))
 KNOBS = {"dense": {"hybrid": False}, "lexical": {}, "hybrid": {}}
 
 
