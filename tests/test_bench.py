@@ -738,3 +738,84 @@ def test_every_benchmark_that_samples_takes_a_seed(benchmark, args, default):
     assert parser.parse_args(["bench", benchmark, *args, "--seed", "5"]).seed == 5
     run = getattr(importlib.import_module(f"pgsift.bench.{benchmark}"), f"run_{benchmark}")
     assert inspect.signature(run).parameters["seed"].default == default
+
+
+def write_adaptive_beir(root: Path, rng: np.random.Generator, questions: int = 24) -> Path:
+    """30 documents of filler and one rare word each; each question names one document's rare
+    word and has a noisy copy of its vector (half train, half test)."""
+    root.mkdir()
+    docs = [{"_id": f"d{i}", "title": f"Paper {i}", "text": " ".join([*rng.choice(FILLER, size=6), f"rare{i}x"])}
+            for i in range(30)]
+    doc_emb = unit(rng.normal(size=(30, DIMS))).astype(np.float32)
+    answer = rng.integers(0, 30, size=questions)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (root / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": f"q{j}", "text": f"rare{a}x {FILLER[j % len(FILLER)]}"}) + "\n"
+        for j, a in enumerate(answer)))
+    (root / "qrels").mkdir()
+    for split, part in (("train", range(0, questions, 2)), ("test", range(1, questions, 2))):
+        (root / "qrels" / f"{split}.tsv").write_text(
+            "query-id\tcorpus-id\tscore\n" + "".join(f"q{j}\td{answer[j]}\t1\n" for j in part))
+    emb = root / "embeddings" / "toy-model"
+    emb.mkdir(parents=True)
+    np.save(emb / "corpus.npy", doc_emb)
+    np.save(emb / "queries.npy", unit(doc_emb[answer] + rng.normal(scale=0.8, size=(questions, DIMS)))
+            .astype(np.float32))
+    return root
+
+
+def test_adaptive_fusion_is_sift_rrf(db):
+    from pgsift.bench import adaptive
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        dense = [int(i) for i in rng.permutation(60)[:rng.integers(0, 50)]]
+        lexical = [int(i) for i in rng.permutation(60)[:rng.integers(0, 50)]]
+        w = float(rng.choice(adaptive.WEIGHTS))
+        legs = adaptive.Legs("q", [(c, 0.0) for c in dense], [(c, 0.0) for c in lexical])
+        sql = [r[0] for r in db.execute(
+            "select chunk_id from sift.rrf(%s::bigint[], %s::bigint[], %s, %s) order by fused_rank",
+            [dense[:adaptive.FETCH_K], lexical[:adaptive.FETCH_K], w, adaptive.RRF_K]).fetchall()]
+        assert adaptive.fuse(legs, w) == sql
+
+
+def test_adaptive_rule_takes_each_thirds_best_weight():
+    from pgsift.bench import adaptive
+
+    # Questions 0-8: signal i; the low third scores best at 0.2, the middle at 0.5, the top at 0.8.
+    values = {i: float(i) for i in range(9)}
+    best = {0: 0.2, 1: 0.5, 2: 0.8}
+
+    def score(i: int, w: float) -> float:
+        return 1.0 - abs(w - best[i // 3])
+
+    rule = adaptive.make_rule("s", values, list(range(9)), score)
+    assert rule.weights == (0.2, 0.5, 0.8)
+    assert [rule.weight(v) for v in (0.0, 4.0, 8.0, 100.0)] == [0.2, 0.5, 0.8, 0.8]
+    # Cross-validated, every fold's rule is made without it: here still right for each.
+    assert adaptive.cross_validated("s", values, list(range(9)), score, seed=0) == pytest.approx(1.0, abs=0.2)
+    low, high = adaptive.bootstrap([0.1] * 10, seed=0)
+    assert low == pytest.approx(0.1) and high == pytest.approx(0.1)
+
+
+def test_run_adaptive_holds_the_rule_to_the_default_on_held_out_questions(db, tmp_path: Path):
+    from pgsift.bench import adaptive
+
+    folder = write_adaptive_beir(tmp_path / "adaptive", np.random.default_rng(11))
+    result = adaptive.run_adaptive(db, [f"{folder}:toy-model"], seed=0)
+    (row,) = result["datasets"]
+    assert (row["tuning"], row["held_out"]) == (12, 12) and row["split"] == "train / test"
+    assert row["signal"] in adaptive.SIGNALS and set(row["cv"]) == set(adaptive.SIGNALS)
+    assert all(w in adaptive.WEIGHTS for w in row["weights"])
+    assert row["ci"][0] <= row["gain"] <= row["ci"][1]
+    assert row["gain"] == pytest.approx(row["adaptive_held_out"] - row["default_held_out"], abs=2e-4)
+    assert result["verdict"].startswith("ships" if row["ci"][0] > 0 else "not shipped")
+    assert "gain [95% CI]" in adaptive.format_table(result)
+    assert db.execute("select count(*) from sift.collections").fetchone() == (0,)
+
+
+def test_run_adaptive_needs_questions_to_tune_on(db, toy: Path):
+    from pgsift.bench import adaptive
+
+    with pytest.raises(InvalidArgument, match="1 tuning and 2 held-out questions"):
+        adaptive.run_adaptive(db, [str(toy)])

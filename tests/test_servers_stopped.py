@@ -37,7 +37,9 @@ ENDINGS = {"exit": None, "error": None, "ctrl-c": signal.SIGINT, "sigterm": sign
            "sigkill": signal.SIGKILL}
 
 
-def _gone(pid: int, created: float) -> bool:
+def _gone(pid: int, created: float | None) -> bool:
+    if created is None:   # gone before it was first looked up
+        return True
     try:
         p = psutil.Process(pid)
         return p.create_time() != created or p.status() == psutil.STATUS_ZOMBIE
@@ -49,14 +51,18 @@ def test_every_way_a_run_ends_stops_its_server_and_removes_its_folder():
     children = {how: subprocess.Popen([sys.executable, "-c", CHILD, str(TESTS), how], stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True)
                 for how in ENDINGS}
-    servers: dict[str, tuple[int, float, Path]] = {}
+    servers: dict[str, tuple[int, float | None, Path]] = {}
     try:
         for how, child in children.items():
             assert child.stdout is not None
             line = child.stdout.readline().split()
             assert line, f"{how}: the server did not start: {child.stderr.read() if child.stderr else ''}"
             pid = int(line[0])
-            servers[how] = (pid, psutil.Process(pid).create_time(), Path(line[1]))
+            try:
+                created: float | None = psutil.Process(pid).create_time()
+            except psutil.NoSuchProcess:   # the run ended, and stopped it, before it was looked up
+                created = None
+            servers[how] = (pid, created, Path(line[1]))
         for how, sig in ENDINGS.items():
             if sig is not None:
                 children[how].send_signal(sig)

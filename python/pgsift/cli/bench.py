@@ -1,5 +1,5 @@
 """`pgsift bench quality|profile|scale|exact|finalize|fusion|ingest|vectors|rls|compare|structure|languages|
-snippets|reembed|pages|maxsim|legs|questions`: the benchmarks, each on a migrated database."""
+snippets|reembed|pages|maxsim|legs|questions|adaptive`: the benchmarks, each on a migrated database."""
 
 from __future__ import annotations
 
@@ -117,6 +117,11 @@ def cmd_bench_legs(args: argparse.Namespace) -> int:
     return _bench(args, legs, lambda conn: legs.run_legs(
         conn, Path(args.dataset), models=tuple(args.models) if args.models else None, keep=args.keep,
         seed=args.seed))
+
+
+def cmd_bench_adaptive(args: argparse.Namespace) -> int:
+    from ..bench import adaptive
+    return _bench(args, adaptive, lambda conn: adaptive.run_adaptive(conn, args.dataset, seed=args.seed))
 
 
 def cmd_bench_maxsim(args: argparse.Namespace) -> int:
@@ -284,6 +289,13 @@ def register(sub: Any) -> None:
     q.add_argument("--keep", action="store_true", help="keep the collection it loads (bench_legs)")
     q.add_argument("--json", action="store_true", help=json_help)
     q.set_defaults(func=cmd_bench_legs)
+
+    q = add_command(bench_sub, "adaptive", "a per-question dense_weight from the legs' signals vs the fixed default")
+    q.add_argument("--dataset", required=True, action="append",
+                   help="BEIR folder, optionally DIR:MODEL for embeddings/MODEL (repeat: every set must gain)")
+    add_seed(q, 0, "the folds, the bootstrap and, without a train split, the questions held out")
+    q.add_argument("--json", action="store_true", help=json_help)
+    q.set_defaults(func=cmd_bench_adaptive)
 
     q = add_command(bench_sub, "maxsim", "what the late-interaction (MaxSim) rerank costs at N = 50 and 100")
     q.add_argument("--chunks", type=int, default=500, help="chunks of the synthetic collection (default 500)")
