@@ -1,6 +1,9 @@
 -- pgsift core: the session's tenant, collection lookup, the checks every
 -- entry point shares and the stored lexical vector (the row triggers that
 -- write it: sql/02_writes.sql).
+-- In: the session (its role and sift.tenant setting) and a call's collection
+-- names and arguments. Out: the tenant, the collection rows it may see, typed
+-- errors for bad arguments, a chunk's lexical vector.
 --
 -- Re-applied on every migrate that changes a file (create or replace). Every
 -- function pins search_path to pg_catalog, pg_temp and names everything else

@@ -2,6 +2,8 @@
 -- stored values and a call's `knobs` into one typed record (sift.knob_set)
 -- per collection. Every stage reads that record; nothing else knows a
 -- default.
+-- In: sift.knob_defs, a collection's stored knobs and a call's knobs object.
+-- Out: one sift.knob_set per collection, checked (SF009 naming the knob).
 --
 -- In a `knobs` object: absent = the collection's value; JSON null = off,
 -- where the knob can be off; {"preset": "name"} applies a preset first; a

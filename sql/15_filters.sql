@@ -4,6 +4,8 @@
 -- times with and without a zone compare in the session's time zone, and a
 -- value of another type is no match, never an error). The legs look each
 -- candidate's document up by key, so a filter needs no index of its own.
+-- In: a filter object. Out: its jsonpath predicate (sift.filter_path), which
+-- each leg applies.
 --
 --   {"team": "billing"}                     equal (an array field: holds it)
 --   {"team": ["billing", "sales"]}          any of them (as $in)

@@ -1,6 +1,9 @@
 -- BM25 statistics: maintained by statement triggers on sift.chunks (exact,
 -- append-only, no shared row to queue on), folded and extended by
 -- sift.refresh_lexical_stats (cheap; the Python client runs it after ingest).
+-- In: the chunks a statement wrote or deleted; a collection's terms. Out:
+-- pending term counts and chunk statistics, exact at every read, and the
+-- impact lists written from a build plan (sift._write_lists).
 
 create or replace function sift._chunks_stats()
 returns trigger

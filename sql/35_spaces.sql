@@ -1,5 +1,7 @@
 -- Vector spaces: a collection's embeddings under more than one model, so it
 -- can move to a new model or dimension without downtime.
+-- In: a collection and a space's name, size, distance and vectors. Out: the
+-- space's rows and index, its backfill's progress, the switch.
 --
 --   1. sift.add_vector_space: a space beside the active one (its own partial
 --      HNSW index per dimension and distance, in sift.chunk_vectors);

@@ -6,6 +6,8 @@
 -- without token vectors are never dropped: they keep their order behind the
 -- scored ones. The cost is one inner product per (query token, chunk token)
 -- pair: it grows with N x query tokens x chunk tokens (bench/README.md).
+-- In: chunks' token vectors and the question's. Out: MaxSim scores, and the
+-- pool reranked by them.
 
 
 create or replace function sift._chunk_collection(chunk_id bigint)

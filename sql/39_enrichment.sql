@@ -3,6 +3,9 @@
 -- each ingestion of a document spent (sift.enrichment_runs). The calls are the
 -- client's (index time only, never at query time); these triggers tie each row
 -- to its chunk or document as the caller sees it.
+-- In: what the client's enrichment wrote for a chunk or document. Out: the
+-- rows, tied to a chunk or document the caller's tenant has (SF006
+-- otherwise; a blank question SF003).
 
 
 create or replace function sift._chunk_enrichments_before_write()

@@ -1,6 +1,9 @@
 -- Public search entry points: sift.search (the answer) and sift.explain (the
 -- candidate view). Both are sift._finalize over sift._candidates with the
 -- same resolved knobs, so they can never disagree.
+-- In: the collections, the query (text, vector, token vectors, added spaces'
+-- vectors), match_count, the filter and knobs. Out: sift.hit rows (search) or
+-- the candidate view with each leg's and stage's part (explain).
 
 create or replace function sift._late_pool(
     cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,

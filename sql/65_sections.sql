@@ -1,6 +1,8 @@
 -- Sections: from a hit back to the part of its document it came from. A
 -- chunk of the hierarchical strategy points at its section; a section at
 -- its enclosing one (parent_ordinal), up to the top-level heading.
+-- In: a hit's chunk. Out: its section's text and path, up to the top-level
+-- heading.
 
 create or replace function sift.resolve_sections(
     chunk_ids    bigint[],

@@ -11,6 +11,8 @@
 -- appear on a later page, what it deletes is gone). The ranking is
 -- recomputed per page, so paging holds no state and runs on a hot standby.
 -- A cursor is opaque, not secret: it carries the chunk ids already served.
+-- In: a search's arguments, page_size and a cursor. Out: the page's hits, the
+-- last carrying the next page's cursor.
 
 
 create or replace function sift._cursor_mac(tenant text, payload text)

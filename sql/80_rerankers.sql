@@ -1,9 +1,13 @@
 -- Rerankers: which hosted reranker a search uses, and thresholds calibrated
 -- for one (its pool: sql/81_rerank_pool.sql; what each call cost:
--- sql/82_rerank_usage.sql; endpoints and roles: sql/78_endpoints.sql). The rerank call itself runs in the client
--- (the one step that leaves the database); every decision about WHICH
+-- sql/82_rerank_usage.sql; endpoints and roles: sql/78_endpoints.sql). The
+-- rerank call itself runs in the client (the one step that leaves the
+-- database); every decision about WHICH
 -- reranker runs, for which tenant, with which key and endpoint, is made here,
 -- so psql users and every client agree.
+-- In: the collections searched and a call's reranker knobs. Out: the reranker
+-- a search uses (or why none), its key's location and endpoint, calibrated
+-- thresholds.
 --
 -- Secrets: a reranker names a secret_ref; the operator maps (tenant,
 -- secret_ref) to where the key is (sift.secret_mappings), the provider it is

@@ -1,6 +1,8 @@
 -- Row-level security policies and the shipped roles' grants (roles and
 -- `enable row level security`: migrations/0003_trust.sql). Re-applied with
 -- the functions, so a new function or table is covered the moment it ships.
+-- In: the tables and functions of schema sift. Out: their policies and the
+-- shipped roles' grants.
 --
 -- Every policy admits the rows of sift.current_tenant(). Collection-scoped
 -- tables check collection_id against the tenant's collections, computed once

@@ -83,6 +83,14 @@ def test_no_function_is_long_without_a_reason(path: Path):
         "in its body, on a line starting `-- Not split:`" for name, line, n in long)
 
 
+@pytest.mark.parametrize("path", FUNCTION_FILES, ids=lambda p: p.name)
+def test_every_file_says_what_goes_in_and_comes_out(path: Path):
+    """A file of sql/ is one stage: its opening comment says what it takes and what it gives."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = " ".join(line for line in lines[:next(i for i, line in enumerate(lines) if not line.startswith("--"))])
+    assert "In:" in header and "Out:" in header, f"sql/{path.name}: its opening comment has no `In:` and `Out:`"
+
+
 def test_a_long_function_is_found_and_a_reason_is_read():
     def function(name: str, body_lines: int, comment: str = "") -> str:
         body = [f"    select {i};" for i in range(body_lines)]
