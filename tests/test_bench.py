@@ -819,3 +819,14 @@ def test_run_adaptive_needs_questions_to_tune_on(db, toy: Path):
 
     with pytest.raises(InvalidArgument, match="1 tuning and 2 held-out questions"):
         adaptive.run_adaptive(db, [str(toy)])
+
+
+def test_run_scale_reuse_builds_the_corpus_a_database_lacks_then_keeps_it(db):
+    from pgsift.bench.scale import run_scale
+
+    first = run_scale(db, 1_000, queries=1, exact_check=0, ingest_docs=0, baseline_queries=1, plain=False,
+                      reuse=True)
+    assert first["chunks"] == 1_000 and "reused" not in first
+    again = run_scale(db, 1_000, queries=1, exact_check=0, ingest_docs=0, baseline_queries=1, plain=False,
+                      reuse=True)
+    assert again["reused"] is True and again["chunks"] == 1_000

@@ -146,6 +146,8 @@ def _vec(v: np.ndarray) -> str:
 
 
 def _existing(conn: psycopg.Connection[Any], chunks: int) -> bool:
+    if not any(c.name == COLLECTION for c in Client(conn).list_collections()):
+        return False   # --reuse on a database that has no corpus yet: build it
     return bool(_one(conn, q.BENCH_CHUNK_COUNT, {"collection": COLLECTION})
                 == max(1, chunks // CHUNKS_PER_DOC) * CHUNKS_PER_DOC)
 
