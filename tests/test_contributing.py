@@ -91,6 +91,20 @@ def inserted(table: str, columns: tuple[str, ...]) -> list[dict[str, Any]]:
     return rows
 
 
+def knob_table() -> list[dict[str, Any]]:
+    """The rows of sift.knob_defs that sql/04_knob_table.sql declares (one per knob)."""
+    head = re.compile(r"^ +\((\d+), '(\w+)', '([\w.]+)', '([^']*)', (true|false), '([^']*)', '(\w+)', '(\w+)',$", re.M)
+    names = ("position", "name", "type", "default_value", "can_be_off", "off_value", "scope", "stage")
+    return [dict(zip(names, m.groups())) for m in head.finditer(read("sql/04_knob_table.sql"))]
+
+
+def sql_comments(rel: str, *target: str) -> list[str]:
+    """The comments a file of sql/ writes on sift.<target> (a column: table, column)."""
+    return [st.comment for raw in parse_sql(read(rel))
+            if isinstance(st := raw.stmt, pg.CommentStmt) and isinstance(st.object, tuple)
+            and [getattr(n, "sval", None) for n in st.object] == ["sift", *target]]
+
+
 def python_names(tree: ast.Module) -> set[str]:
     found = set()
     for node in ast.walk(tree):
@@ -195,12 +209,15 @@ def test_sql_raises_only_the_codes_the_guide_allows():
 
 def test_the_knob_list_names_what_every_knob_is_made_of():
     text = section("Add a knob")
-    for must in ("sift.knob_defs", "sift.knob_set", "sql/62_plain.sql", "docs/sql.md", "tests/test_knobs.py",
-                 "tests/test_plain.py", "CHANGELOG.md", "tests/test_docs.py::test_the_knob_table_is_sift_knobs"):
+    for must in ("sift.knob_defs", "sift.knob_set", "sql/04_knob_table.sql", "sql/62_plain.sql", "docs/sql.md",
+                 "tests/test_knobs.py", "tests/test_plain.py", "CHANGELOG.md",
+                 "tests/test_docs.py::test_the_knob_table_is_sift_knobs"):
         assert must in named(text), must
     knobs = dict(docs_knobs())
-    defs = {r["name"]: r for r in inserted("knob_defs", ())}
-    assert set(defs) == set(knobs), "every knob is a sift.knob_defs row inserted by a migration"
+    defs = {r["name"]: r for r in knob_table()}
+    assert len(defs) == len(knob_table()), "sql/04_knob_table.sql declares each knob once"
+    assert set(defs) == set(knobs), "every knob is a sift.knob_defs row of sql/04_knob_table.sql"
+    assert {name: r["stage"] for name, r in defs.items()} == knobs
     attrs = set()
     domains = set()
     for st in migration_statements():
@@ -341,11 +358,9 @@ def test_every_provider_is_everywhere_the_list_says():
         missing = {p for p in providers if not re.search(rf"\b{p}\b", words)}
         assert not missing, f"{where} does not name provider(s) {sorted(missing)}"
 
-    comments = [st.comment for st in migration_statements()
-                if isinstance(st, pg.CommentStmt)
-                and isinstance(st.object, tuple)
-                and [getattr(n, "sval", None) for n in st.object] == ["sift", "reranker_providers", "provider"]]
-    names_all("the comment on sift.reranker_providers.provider", comments[-1])
+    comments = sql_comments("sql/95_comments.sql", "reranker_providers", "provider")
+    assert len(comments) == 1, "sql/95_comments.sql writes the comment on sift.reranker_providers.provider"
+    names_all("the comment on sift.reranker_providers.provider", comments[0])
     rerankers_sql = read("sql/80_rerankers.sql")
     for fn in ("register_reranker", "map_secret"):
         start = rerankers_sql.index(f"comment on function sift.{fn}(")

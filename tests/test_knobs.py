@@ -13,6 +13,7 @@ import pgsift
 import psycopg
 import pytest
 from conftest import random_documents
+from pgsift.schema import function_files, with_vector_schema
 from psycopg.types.json import Jsonb
 
 # (knob, bad value): refused stored, per call, and in finalize alike.
@@ -243,3 +244,69 @@ def test_the_set_kept_on_the_row_resolves_as_a_full_merge(client, db):
     # A changed default reaches every kept set at once (knob_defs' trigger).
     db.execute("update sift.knob_defs set default_value = '33' where name = 'fetch_k'")
     assert db.execute("select (resolved_knobs).fetch_k from sift.collections where name = 'k1'").fetchone()[0] == 33
+
+
+# -- the knob table (sql/04_knob_table.sql) ---------------------------------------------------
+
+KNOB_ROWS = "select d.*, d.xmin::text from sift.knob_defs d order by d.position"
+PRESET_ROWS = "select p.*, p.xmin::text from sift.knob_presets p order by p.name"
+
+
+def apply_knob_table(db: psycopg.Connection) -> None:
+    (table,) = [f for f in function_files() if f.version == "04_knob_table"]
+    db.execute(with_vector_schema(table.text, "public"))
+
+
+def test_the_knob_table_file_makes_every_row(db):
+    """sql/04_knob_table.sql alone writes every knob's row and every preset as a migrated
+    database has them; re-applied over rows as declared, it writes nothing (no row version
+    changes, so the definitions' trigger never locks sift.collections)."""
+    rows = db.execute(KNOB_ROWS).fetchall()
+    presets = db.execute(PRESET_ROWS).fetchall()
+    assert len(rows) >= 40 and len(presets) >= 2
+    apply_knob_table(db)
+    assert db.execute(KNOB_ROWS).fetchall() == rows
+    assert db.execute(PRESET_ROWS).fetchall() == presets
+    with db.transaction(force_rollback=True):
+        db.execute("delete from sift.knob_presets")
+        db.execute("delete from sift.knob_defs")
+        apply_knob_table(db)
+        assert [r[:-1] for r in db.execute(KNOB_ROWS).fetchall()] == [r[:-1] for r in rows]
+        assert [r[:-1] for r in db.execute(PRESET_ROWS).fetchall()] == [r[:-1] for r in presets]
+
+
+def test_the_knob_table_file_puts_back_what_changed_and_keeps_other_presets(db):
+    rows = db.execute(KNOB_ROWS).fetchall()
+    db.execute("update sift.knob_defs set default_value = '7', meaning = 'edited', position = 9999 "
+               "where name = 'rrf_k'")
+    db.execute("comment on column sift.knob_set.rrf_k is 'edited'")
+    db.execute("""update sift.knob_presets set knobs = '{"rrf_k": 1}' where name = 'seeds'""")
+    db.execute("""insert into sift.knob_presets (name, knobs, meaning) values ('mine', '{"rrf_k": 9}', 'ours')""")
+    apply_knob_table(db)
+    assert [r[:-1] for r in db.execute(KNOB_ROWS).fetchall()] == [r[:-1] for r in rows]
+    assert db.execute("select knobs from sift.knob_presets where name = 'seeds'").fetchone()[0]["rrf_k"] == 60
+    assert db.execute("select knobs from sift.knob_presets where name = 'mine'").fetchone()[0] == {"rrf_k": 9}
+    assert db.execute("select col_description('sift.knob_set'::regclass, a.attnum) from pg_attribute a "
+                      "where a.attrelid = 'sift.knob_set'::regclass and a.attname = 'rrf_k'").fetchone()[0] \
+        == db.execute("select meaning from sift.knob_defs where name = 'rrf_k'").fetchone()[0]
+
+
+def test_a_knob_the_file_does_not_declare_is_refused_or_deleted(db):
+    """A row of sift.knob_defs that sql/04_knob_table.sql does not declare: refused while
+    sift.knob_set has its attribute (its row belongs in the file), deleted once a migration
+    dropped the attribute (nothing reads it); a knob the file declares without its attribute is
+    refused (its migration is missing)."""
+    with db.transaction(force_rollback=True):
+        db.execute("alter type sift.knob_set add attribute undeclared integer")
+        db.execute("insert into sift.knob_defs (position, name, type, default_value, can_be_off, scope, stage, "
+                   "meaning) values (9999, 'undeclared', 'integer', '1', false, 'both', 'fusion', 'x')")
+        with pytest.raises(psycopg.errors.RaiseException, match="does not declare: undeclared"):
+            apply_knob_table(db)
+    db.execute("insert into sift.knob_defs (position, name, type, default_value, can_be_off, scope, stage, "
+               "meaning) values (9999, 'dropped', 'integer', '1', false, 'both', 'fusion', 'x')")
+    apply_knob_table(db)
+    assert db.execute("select count(*) from sift.knob_defs where name = 'dropped'").fetchone()[0] == 0
+    with db.transaction(force_rollback=True):
+        db.execute("alter type sift.knob_set drop attribute rrf_k")
+        with pytest.raises(psycopg.errors.RaiseException, match="sift.knob_set lacks: rrf_k"):
+            apply_knob_table(db)
