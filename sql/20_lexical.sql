@@ -389,7 +389,13 @@ begin
     -- Unproven: nothing it scored passed (a filter, a required phrase) when
     -- best is null, yet more may match.
     exact := proven;
-    select l.ids, l.scores into ids, raws from sift._lift_and_sink_arrays(best, scores, lift, sink) l;
+    if lift is null and sink is null then
+        -- Nothing quoted: the order stands (no call, no statement).
+        ids := best;
+        raws := scores;
+    else
+        select l.ids, l.scores into ids, raws from sift._lift_and_sink_arrays(best, scores, lift, sink) l;
+    end if;
 end;
 $$;
 comment on function sift._lexical_ids(sift.collections, sift.knob_set, tsquery, text[], jsonb, integer,
