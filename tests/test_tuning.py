@@ -13,7 +13,16 @@ from collections import Counter
 import numpy as np
 import psycopg
 import pytest
-from pgsift import Chunk, Client, CollectionNotFound, Document, GoldenSetNotFound, InvalidArgument, InvalidKnob
+from pgsift import (
+    Chunk,
+    Client,
+    CollectionNotFound,
+    Document,
+    GoldenSetNotFound,
+    InvalidArgument,
+    InvalidKnob,
+    PermissionDenied,
+)
 from pgsift.cli import main
 from pgsift.golden import Positive, Question, import_golden_set
 from pgsift.tuning import expand_grid, tune
@@ -242,6 +251,19 @@ def test_another_tenants_collection_and_golden_set_are_refused(db):
         tune(b, "own", golden_set="gs", folds=3, grid=[{"boost": {"lex": 2}}])
     assert stored_weight(a, "lex") == 0.9
     assert db.execute("select count(*) from sift.golden_sets where golden_set_id = %s", [a_set]).fetchone()[0] == 1
+
+
+def test_a_reader_may_tune_but_not_store(db, connect_as):
+    """sift_reader can score its tenant's collection (tuning reads) but storing the winner is a
+    collection owner's write: refused, and nothing changes."""
+    build(Client(db, tenant="acme"), "lex", ["lexical"] * 9)
+    db.execute("select sift.map_role('t_reader', 'acme')")
+    reader = Client(connect_as("t_reader"))
+    result = tune(reader, "lex", golden_set="gs", k=5, folds=3, grid=GRID)
+    assert result.significant and not result.stored
+    with pytest.raises(PermissionDenied, match="permission denied"):
+        tune(reader, "lex", golden_set="gs", k=5, folds=3, grid=GRID, store=True)
+    assert stored_weight(Client(db, tenant="acme"), "lex") == 0.9
 
 
 def test_the_cli_prints_the_table_and_stores_only_a_significant_winner(client, dsn, tmp_path, capsys):
