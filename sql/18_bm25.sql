@@ -209,7 +209,7 @@ create or replace function sift._term_stats(
     collection_id bigint, terms text[], n_chunks double precision, avgdl double precision,
     k1 double precision, b double precision,
     out lexemes text[], out idfs double precision[], out listed boolean[], out floors double precision[],
-    out drifts double precision[], out df_sum double precision)
+    out drifts double precision[], out df_sum double precision, out entries integer[])
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 -- One generic plan a session (PostgreSQL 18 caches SQL functions' plans; before
@@ -220,7 +220,8 @@ set plan_cache_mode = force_generic_plan
 as $$
     -- Per term that occurs in the collection, in lexeme order: exact df from
     -- the ledger, Lucene's idf, and whether it has an impact list valid for
-    -- these k1 and b (drift: how far avgdl has grown since).
+    -- these k1 and b (drift: how far avgdl has grown since) and its length
+    -- (a list under a block is read as a rare term where rounds answer).
     -- The counts still pending: each term looked up in its bucket's rows alone
     -- (~30 lexemes each, inline; a write statement leaves one per bucket),
     -- never in every lexeme written since the last refresh. The buckets are
@@ -245,7 +246,8 @@ as $$
            pg_catalog.array_agg(coalesce(l.floor_impact, 0) order by q.lexeme),
            pg_catalog.array_agg(greatest(1, _term_stats.avgdl / coalesce(l.avgdl_ref, _term_stats.avgdl))
                                 order by q.lexeme),
-           pg_catalog.sum(d.df)::double precision
+           pg_catalog.sum(d.df)::double precision,
+           pg_catalog.array_agg(coalesce(l.entries, 0) order by q.lexeme)
     from pg_catalog.unnest(_term_stats.terms) as q(lexeme)
     -- (offset 0: one lookup a term; pulled up, the df was looked up again for
     -- every aggregate that reads it.)
@@ -260,5 +262,5 @@ $$;
 comment on function sift._term_stats(bigint, text[], double precision, double precision, double precision,
     double precision) is
     'Internal: the query terms that occur in a collection, in lexeme order, with their BM25 idf (exact df, '
-    'pending counts included), whether each has an impact list valid for k1 and b, its floor and avgdl '
-    'drift, and the sum of their df.';
+    'pending counts included), whether each has an impact list valid for k1 and b, its floor, avgdl '
+    'drift and entries (its blocks'' length, deltas apart), and the sum of their df.';

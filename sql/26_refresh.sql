@@ -44,12 +44,13 @@ declare
     whole    boolean;   -- every term of the collection considered, not only the folded
     everything boolean; -- ... because lists may be due whatever the fold holds (rebuild, min_df)
     built_df integer;   -- the min_df the lists were built under (null: never, or unknown)
+    chosen   boolean;   -- ... and whether a caller chose it (else it is the size's)
 begin
     if list_size is null or list_fraction is null or max_drift is null
-       or min_df < 1 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
+       or min_df < 0 or list_size < 1 or list_size > 1000000 or list_fraction < 0 or list_fraction > 1
        or max_drift < 0 then
-        raise exception 'refresh_lexical_stats: min_df and list_size must be at least 1, '
-                        'list_fraction within [0, 1], max_drift at least 0'
+        raise exception 'refresh_lexical_stats: min_df at least 0 (0: by the collection''s size), list_size '
+                        'at least 1, list_fraction within [0, 1], max_drift at least 0'
             using errcode = 'SF003';
     end if;
     -- Fold pending deltas into one row per key, alone on the collection's list
@@ -58,13 +59,10 @@ begin
     -- transaction's snapshot), and no other refresh inserts the same new terms
     -- meanwhile.
     perform sift._lock_collection(col.collection_id, true);
-    -- No min_df given: the one the lists were built under (100 for a first
-    -- build). A refresh after writes (the Python client's) so keeps a
-    -- min_df chosen once, where the default would drop the lists it added and
-    -- look at every term again.
-    built_df := (select max(s.lists_min_df) from sift.collection_lexical_stats s
-                 where s.collection_id = col.collection_id and s.lists_min_df >= 1);
-    min_df := coalesce(refresh_lexical_stats.min_df, built_df, 100);
+    -- The min_df to build under: the one given, else one a caller chose
+    -- before, else the collection's size's (sift._lists_min_df).
+    select m.min_df, m.built_df, m.chosen into min_df, built_df, chosen
+    from sift._lists_min_df(col.collection_id, refresh_lexical_stats.min_df) m;
     -- Only a folded term can have crossed min_df either way, lost its list to
     -- a re-analysed chunk or grown a delta: a refresh looks at those alone,
     -- by key (`= any (changed)`: index lookups, whatever the planner thinks of
@@ -76,6 +74,8 @@ begin
     -- comes back true where the fold was a large share of the terms.
     select f.folded, f.changed, f.changes, f.grew, f.whole into folded, changed, changes, grew, whole
     from sift._fold_pending(col.collection_id, min_df, everything) f;
+    update sift.collection_lexical_stats s set lists_min_df_chosen = chosen
+    where s.collection_id = col.collection_id and s.lists_min_df is not null;
 
     -- Still alone on the list lock: chunk writers wait until these lists are
     -- committed, so none slips between snapshot and list.
@@ -124,8 +124,9 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     double precision, boolean) is
     'Folds pending BM25 statistics (reads are exact either way, faster after); builds impact '
     'lists (a term''s best max(list_size, list_fraction x df) chunks, in blocks) for terms in at '
-    'least min_df chunks (not given: the min_df the lists were built under, 100 for a first '
-    'build, so a refresh after each write keeps a min_df chosen once); rebuilds lists whose k1, '
+    'least min_df chunks (not given: the one a caller chose before, so a refresh after each write '
+    'keeps a min_df chosen once; none chosen, or 0: by the collection''s size, sift._auto_min_df, '
+    '20 under 200,000 chunks, else 100); rebuilds lists whose k1, '
     'b or reference avgdl no longer hold or that deletions have thinned by more than max_drift '
     '(rebuild => true rebuilds every list); merges list deltas of max(100, a quarter of the '
     'list) chunks or more (counted as the writers add them); moves the text index''s '
@@ -134,6 +135,58 @@ comment on function sift.refresh_lexical_stats(text, integer, integer, double pr
     'little changed; '
     'the Python client runs it after every upsert_documents and delete_document. Writes; '
     'returns lists built or merged.';
+
+
+create or replace function sift._auto_min_df(chunks bigint)
+returns integer
+language sql immutable parallel safe security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The fewest chunks a term needs for an impact list, by the collection's
+    -- size. A term without one is scored from its chunks' stored vectors on
+    -- every search that names it (~4 us a chunk); a list is read at ~0.5 us an
+    -- entry, but costs its rows, its build and a delta row a write. 20 held
+    -- on every collection measured (lexical leg, paired, against 100: SciFact
+    -- 0.89x; the scale corpus at 5,000, 30,000 and 100,000 chunks 0.82-1.08x
+    -- by query mix); 2 or 5 won on SciFact (0.77-0.82x) and lost on the scale
+    -- corpus (rare terms 1.24-1.41x: a query then runs both the rare terms'
+    -- scoring and the whole lists' sum). From 200,000 chunks the long tail's
+    -- lists would outnumber the chunks' own rows (318,293 more lists and
+    -- 310 s more refresh at a million for 20), so 100.
+    select case when chunks < 200000 then 20 else 100 end
+$$;
+comment on function sift._auto_min_df(bigint) is
+    'Internal: the min_df a refresh takes by the collection''s size when no caller chose one: 20 under '
+    '200,000 chunks, 100 from there.';
+
+
+create or replace function sift._lists_min_df(
+    collection_id bigint, given integer, out min_df integer, out built_df integer, out chosen boolean)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- No min_df given: the one a caller chose for the lists, if one did. A
+    -- refresh after writes (the Python client's) so keeps a min_df chosen
+    -- once, where another would drop the lists it added and look at every
+    -- term again. Otherwise (or given 0) the collection's size picks it
+    -- (sift._auto_min_df, in steps: a collection crosses few of them in its
+    -- life, and each crossing looks at every term once).
+    select case when _lists_min_df.given >= 1 then _lists_min_df.given
+                when _lists_min_df.given is null and b.chosen then b.built_df
+                else sift._auto_min_df(b.chunks) end,
+           b.built_df,
+           coalesce(_lists_min_df.given >= 1, b.chosen)
+    from (select pg_catalog.max(s.lists_min_df) filter (where s.lists_min_df >= 1) as built_df,
+                 coalesce(pg_catalog.bool_or(s.lists_min_df_chosen) filter (where s.lists_min_df >= 1), false)
+                     as chosen,
+                 coalesce(pg_catalog.sum(s.chunks), 0)::bigint as chunks
+          from sift.collection_lexical_stats s
+          where s.collection_id = _lists_min_df.collection_id) b
+$$;
+comment on function sift._lists_min_df(bigint, integer) is
+    'Internal: the min_df a refresh builds a collection''s impact lists under (given when at least 1, '
+    'else one a caller chose before, else sift._auto_min_df of its size), the one they were built under '
+    '(null: never, or unknown) and whether a caller chose the first.';
 
 
 create or replace function sift._fold_pending(

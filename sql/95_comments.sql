@@ -142,6 +142,9 @@ comment on column sift.collection_lexical_stats.pending is
 comment on column sift.collection_lexical_stats.lists_min_df is
     'On the row a refresh consolidates: the min_df its impact lists were built under (null on '
     'writers'' rows). A refresh called with another considers every term of the collection again.';
+comment on column sift.collection_lexical_stats.lists_min_df_chosen is
+    'On the row a refresh consolidates: whether a caller chose lists_min_df (kept by the refreshes '
+    'that give none) or the collection''s size did (sift._auto_min_df, taken again at each refresh).';
 
 comment on table sift.collection_locks is
     'One row per collection, locked and never written: the collection''s chunk writers hold it for key '

@@ -563,9 +563,10 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
     assert "raw_hits" in table and "p50/raw_hits" in table
     assert "plain table, same rows" in table and "of its rate" in table and "(pgsift " in table
     assert "a document a call" in table and "median of 3 rounds in turn" in table
-    # the refresh line says how many lists there are, and from which chunk count on (the default)
-    assert result["lists"] > 0 and result["lists_min_df"] == 100
-    assert f"{result['lists']:,} impact lists after it" in table and "every term in 100+" in table
+    # the refresh line says how many lists there are, and from which chunk count on (by the
+    # collection's size: 20 under 200,000 chunks)
+    assert result["lists"] > 0 and result["lists_min_df"] == 20
+    assert f"{result['lists']:,} impact lists after it" in table and "every term in 20+" in table
     assert db.execute("select to_regnamespace('pgsift_peers')").fetchone()[0] is None
 
 

@@ -703,33 +703,35 @@ def test_a_refresh_looks_at_the_terms_it_folds_and_at_every_term_when_min_df_cha
     check(8)
 
 
-def test_a_refresh_without_min_df_keeps_the_one_the_lists_were_built_under(client, db):
+def test_a_refresh_without_min_df_keeps_a_chosen_one_and_else_takes_the_size_s(client, db):
     """min_df left out is the collection's own: the client's refresh after each write (which
     gives none) keeps the lists a min_df chosen once added, and looks at the written terms
-    only; a first build, and one with the record lost, take 100."""
+    only; none chosen (a first build, 0, or the record lost), the collection's size picks it
+    (sift._auto_min_df)."""
     rng, col = seeded_collection(client, seed=23, docs=200)
 
-    def state() -> tuple[set[str], list[tuple[int]]]:
+    def state() -> tuple[set[str], list[tuple[int, bool]]]:
         return ({r[0] for r in db.execute("select lexeme from sift.term_lists where collection_id = %s",
                                           [col.collection_id])},
-                db.execute("select lists_min_df from sift.collection_lexical_stats "
+                db.execute("select lists_min_df, lists_min_df_chosen from sift.collection_lexical_stats "
                            "where lists_min_df is not null and collection_id = %s", [col.collection_id]).fetchall())
 
     def common(min_df: int) -> set[str]:
         return {t for t, n in recount(db, col.collection_id)[1].items() if n >= min_df}
 
-    # The client's refreshes so far built lists under the default.
-    assert state() == (common(100), [(100,)])
+    # The client's refreshes so far built lists by the size: under 200,000 chunks, every term
+    # in 20 chunks or more.
+    assert state() == (common(20), [(20, False)])
+    assert common(6) > common(20)
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => 6)")
-    assert state() == (common(6), [(6,)])
-    assert len(common(6)) > len(common(100))
-    # A write through the client refreshes with no min_df: the lists of terms in 6-99 chunks
-    # stay, the written terms that reached 6 get theirs, and no other list is rebuilt.
+    assert state() == (common(6), [(6, True)])
+    # A write through the client refreshes with no min_df: the lists of terms in 6 chunks or
+    # more stay, the written terms that reached 6 get theirs, and no other list is rebuilt.
     built_at = dict(db.execute("select lexeme, chunks_ref from sift.term_lists where collection_id = %s",
                                [col.collection_id]).fetchall())
     client.upsert_documents("c", corpus(rng, 5, prefix="more"))
     lists, recorded = state()
-    assert lists == common(6) and recorded == [(6,)]
+    assert lists == common(6) and recorded == [(6, True)]
     written = {t for d in db.execute("select tsvector_to_array(c.search_vector) from sift.chunks c "
                                      "join sift.documents d using (document_id) "
                                      "where d.source_uri like 'more%%'").fetchall() for t in d[0]}
@@ -741,15 +743,23 @@ def test_a_refresh_without_min_df_keeps_the_one_the_lists_were_built_under(clien
     # SQL without min_df too, and a null one.
     db.execute("select * from sift.refresh_lexical_stats('c')")
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => null)")
-    assert state() == (common(6), [(6,)])
-    # Nothing recorded (an upgrade from 0.1.0): the default, 100.
+    assert state() == (common(6), [(6, True)])
+    # 0: back to the size's, and later refreshes keep following it.
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 0)")
+    assert state() == (common(20), [(20, False)])
+    assert_oracle(client, db, col, rng, 5)
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 6)")
+    # Nothing recorded (an upgrade from 0.1.0): by the size.
     db.execute("update sift.collection_lexical_stats set lists_min_df = null where collection_id = %s",
                [col.collection_id])
     db.execute("select * from sift.refresh_lexical_stats('c')")
-    assert state() == (common(100), [(100,)])
+    assert state() == (common(20), [(20, False)])
     with pytest.raises(psycopg.Error) as bad:
-        db.execute("select * from sift.refresh_lexical_stats('c', min_df => 0)")
+        db.execute("select * from sift.refresh_lexical_stats('c', min_df => -1)")
     assert bad.value.sqlstate == "SF003"
+    # The size's steps.
+    assert [db.execute("select sift._auto_min_df(%s)", [n]).fetchone()[0]
+            for n in (0, 5183, 199_999, 200_000, 10**9)] == [20, 20, 20, 100, 100]
 
 
 def test_a_new_collection_language_rebuilds_every_list_when_documents_keep_theirs(client, db):
@@ -761,8 +771,8 @@ def test_a_new_collection_language_rebuilds_every_list_when_documents_keep_their
     docs = corpus(rng, 300)
     for d in docs:
         d.language = "en"
-    client.upsert_documents("c", docs)   # (refreshes with min_df 100)
-    common = {t for t, n in recount(db, col.collection_id)[1].items() if n >= 100}
+    client.upsert_documents("c", docs)   # (refreshes with min_df by the size: 20)
+    common = {t for t, n in recount(db, col.collection_id)[1].items() if n >= 20}
     listed = lambda: {r[0] for r in db.execute("select lexeme from sift.term_lists")}  # noqa: E731
     assert common and listed() == common
     client.alter_collection("c", search_language="simple")
