@@ -124,7 +124,7 @@ begin
     -- statement after them. Anything else: every stage's own function.
     if cardinality(cols) = 1 and query_tokens is null and spaces is null and space_embeddings is null
        and space_weights is null then
-        select * into plan from sift._plain_plan(cols[1], ks[1]);
+        select * into plan from sift._plain_plan(cols[1], ks[1], search.query_embedding is not null);
         if found then
             return query select * from sift._plain_search(cols[1], ks[1], search.query_text, search.query_embedding,
                                                           search.match_count, search.filter, plan.space,

@@ -374,7 +374,7 @@ comment on function sift._plain_search(sift.collections, sift.knob_set, text, @e
     'it takes): each leg once, then sift._plain_hits (sift._plain_hits_adjusted when a score is rescaled).';
 
 
-create or replace function sift._plain_plan(col sift.collections, knobs sift.knob_set)
+create or replace function sift._plain_plan(col sift.collections, knobs sift.knob_set, dense boolean)
 returns table (space sift.vector_spaces, exact boolean, iterative boolean)
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
@@ -382,19 +382,24 @@ as $$
     -- Plain: weighted RRF of the two legs in the collection's active space,
     -- with no stage that needs a loop or more text (MMR, parent_return,
     -- neighbours, snippets) and no question vectors to search beside the
-    -- chunks'. Then the dense leg's space, whether it scans exactly
-    -- (sift._dense_exact) and whether pgvector walks iteratively. No row
-    -- otherwise: the staged pipeline runs.
-    select s, sift._dense_exact(array[col.collection_id], knobs.exact_search_limit,
-                                case when not sift._space_dedicated(s) then sift._space_index_name(s) end),
-           sift._pgvector_has_iterative_scan()
+    -- chunks'. Then the dense leg's space, and when a dense leg can run
+    -- (dense: the search has an embedding) whether it scans exactly
+    -- (sift._dense_exact) and whether pgvector walks iteratively: a lexical
+    -- search does not look them up (null and false). No row otherwise: the
+    -- staged pipeline runs.
+    select s,
+           case when dense then
+               sift._dense_exact(array[col.collection_id], knobs.exact_search_limit,
+                                 case when not sift._space_dedicated(s) then sift._space_index_name(s) end) end,
+           case when dense then sift._pgvector_has_iterative_scan() else false end
     from sift.vector_spaces s
     where s.collection_id = col.collection_id and s.active
       and knobs.fusion = 'rrf' and knobs.dense_space is null and knobs.mmr_lambda is null
       and knobs.parent_return = 'child' and coalesce(knobs.neighbours, 0) = 0 and knobs.snippets is null
       and not exists (select 1 from sift.question_vectors q where q.collection_id = col.collection_id)
 $$;
-comment on function sift._plain_plan(sift.collections, sift.knob_set) is
+comment on function sift._plain_plan(sift.collections, sift.knob_set, boolean) is
     'Internal: whether a search of one collection is plain (sift._plain_search) and, when it is, '
-    'its dense leg''s space, whether that leg scans exactly and whether pgvector walks iteratively; '
+    'its dense leg''s space and, when it has an embedding (dense), whether that leg scans exactly and '
+    'whether pgvector walks iteratively; '
     'no row when a stage it uses needs the staged pipeline.';

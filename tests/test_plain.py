@@ -34,7 +34,7 @@ from sift._staged_search(array[sift._collection('p')],
 """
 PLAIN = """
 select count(*)
-from sift._plain_plan(sift._collection('p'), (sift._resolve_all(array[sift._collection('p')], %(k)s))[1])
+from sift._plain_plan(sift._collection('p'), (sift._resolve_all(array[sift._collection('p')], %(k)s))[1], true)
 """
 
 # Knobs the plain path takes (each changes what a search returns here) and some it leaves
