@@ -147,10 +147,10 @@ as $$
     -- every search that names it (~4 us a chunk); a list is read at ~0.5 us an
     -- entry, but costs its rows, its build and a delta row a write. 20 held
     -- on every collection measured (lexical leg, paired, against 100: SciFact
-    -- 0.89x; the scale corpus at 5,000, 30,000 and 100,000 chunks 0.82-1.08x
-    -- by query mix); 2 or 5 won on SciFact (0.77-0.82x) and lost on the scale
-    -- corpus (rare terms 1.24-1.41x: a query then runs both the rare terms'
-    -- scoring and the whole lists' sum). From 200,000 chunks the long tail's
+    -- 0.80-0.89x; the scale corpus at 5,000 and 30,000 chunks 0.86-1.12x by
+    -- query mix and build, at 100,000 0.82-0.98x); 2 or 5 won on SciFact
+    -- (0.77-0.82x) and lost on the scale corpus (rare terms 1.24-1.41x: a
+    -- query then runs both the rare terms' scoring and the whole lists' sum). From 200,000 chunks the long tail's
     -- lists would outnumber the chunks' own rows (318,293 more lists and
     -- 310 s more refresh at a million for 20), so 100.
     select case when chunks < 200000 then 20 else 100 end
@@ -170,9 +170,14 @@ as $$
     -- once, where another would drop the lists it added and look at every
     -- term again. Otherwise (or given 0) the collection's size picks it
     -- (sift._auto_min_df, in steps: a collection crosses few of them in its
-    -- life, and each crossing looks at every term once).
+    -- life, and each crossing looks at every term once). The lists keep the
+    -- size's min_df they were built under while the size is within a quarter
+    -- of a step, so one that hovers about it (deletes, then writes) is not
+    -- rebuilt at each crossing.
     select case when _lists_min_df.given >= 1 then _lists_min_df.given
                 when _lists_min_df.given is null and b.chosen then b.built_df
+                when b.built_df in (sift._auto_min_df(b.chunks * 4 / 5), sift._auto_min_df(b.chunks * 5 / 4))
+                    then b.built_df
                 else sift._auto_min_df(b.chunks) end,
            b.built_df,
            coalesce(_lists_min_df.given >= 1, b.chosen)

@@ -760,6 +760,20 @@ def test_a_refresh_without_min_df_keeps_a_chosen_one_and_else_takes_the_size_s(c
     # The size's steps.
     assert [db.execute("select sift._auto_min_df(%s)", [n]).fetchone()[0]
             for n in (0, 5183, 199_999, 200_000, 10**9)] == [20, 20, 20, 100, 100]
+    # ... and lists built under one step's min_df keep it within a quarter of the step: a
+    # collection that hovers about 200,000 chunks is not rebuilt at each crossing.
+    def by_size(chunks: int, built: int) -> int:
+        db.execute("update sift.collection_lexical_stats set chunks = chunks + %s, lists_min_df = %s "
+                   "where collection_id = %s and lists_min_df is not null",
+                   [chunks - db.execute("select sum(chunks) from sift.collection_lexical_stats "
+                                        "where collection_id = %s", [col.collection_id]).fetchone()[0],
+                    built, col.collection_id])
+        return int(db.execute("select m.min_df from sift._lists_min_df(%s, null) m",
+                              [col.collection_id]).fetchone()[0])
+
+    assert [by_size(n, 20) for n in (190_000, 240_000, 260_000)] == [20, 20, 100]
+    assert [by_size(n, 100) for n in (210_000, 160_000, 150_000, 140_000)] == [100, 100, 20, 20]
+    assert by_size(10_000, 6) == 20   # a min_df no step gives: the size's
 
 
 def test_a_new_collection_language_rebuilds_every_list_when_documents_keep_theirs(client, db):
