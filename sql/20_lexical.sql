@@ -312,19 +312,17 @@ begin
             from terms
             left join sift.term_blocks nb
                    on nb.collection_id = col.collection_id and nb.lexeme = terms.l and nb.block_no = depth
-        ), seen as materialized (
-            -- Each list read to depth beside its term's idf and bound.
+        ), fresh as materialized (
+            -- Each list read to depth beside its term's idf and bound, less
+            -- the chunks scored already.
             select e.chunk_id,
                    sum(sift._bm25_term(tb.idf, e.tf, e.dl, kp1, kb0, kbl)) as known,
-                   sum(tb.b_t) as read_bound
+                   sum(sift._bm25_term(tb.idf, e.tf, e.dl, kp1, kb0, kbl)) - sum(tb.b_t) as gain
             from term_bound tb
             cross join lateral sift._list_entries(col.collection_id, array[tb.l], depth) e
-            group by e.chunk_id
-        ), fresh as materialized (
-            select s.chunk_id, s.known, s.known - s.read_bound as gain
-            from seen s
-            left join unnest(scored) as done(chunk_id) on done.chunk_id = s.chunk_id
+            left join unnest(scored) as done(chunk_id) on done.chunk_id = e.chunk_id
             where done.chunk_id is null
+            group by e.chunk_id
         ), total as (
             select sum(tb.b_t) as bound, bool_or(tb.more) as more from term_bound tb
         )
