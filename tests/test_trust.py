@@ -322,6 +322,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("delete_documents", one("select sift.delete_documents(%s, delete_all => true)", [name])),
         ("delete_documents_own", one("select sift.delete_documents('docs', source_prefix => %s)", [uri])),
         ("refresh", rows("select * from sift.refresh_lexical_stats(%s, rebuild => true)", [name])),
+        ("lists_min_df_forged", one("select * from sift._lists_min_df(%s, 0)", [col_id])),
         ("register_reranker", one("select sift.register_reranker('rr', 'tei', base_url => 'http://127.0.0.1:9/')")),
         ("drop_reranker", one("select sift.drop_reranker('rr-of-nobody')")),
         ("record_usage", one("select sift.record_rerank_usage('rr', 'tei', 'tei', 1, 1, true)")),
@@ -704,6 +705,28 @@ def test_only_writers_clean_the_text_index_and_their_refresh_does(db, connect_as
         db.execute("alter index sift.chunks_text_elsewhere rename to chunks_search_vector_idx")
     assert any("pending list was not cleaned" in n for n in notices)
     assert len(writer.search("c", "late", top_k=50)) > 0
+
+
+def test_the_lists_min_df_reads_and_writes_only_the_own_tenant(two_tenants, db, connect_as):
+    """sift._lists_min_df with another tenant's collection id sees none of its statistics (row-level
+    security: by the size of nothing, 20, nothing built, nothing chosen), and a refresh by name
+    acts on the caller's own collection alone; a reader refreshes nothing."""
+    stats = ("select s.lists_min_df, s.lists_min_df_chosen from sift.collection_lexical_stats s "
+             "join sift.collections c using (collection_id) where c.tenant = %s and c.name = 'docs' "
+             "and s.lists_min_df is not null")
+    db.execute("select sift.refresh_lexical_stats('docs', min_df => 7) from sift.set_tenant('globex')")
+    globex = db.execute(stats, ["globex"]).fetchall()
+    assert globex == [(7, True)]
+    foreign = _one_id(db, IDS["collection"], "globex")
+    writer = connect_as(role_name("acme", "writer"))
+    assert writer.execute("select m.min_df, m.built_df, m.chosen from sift._lists_min_df(%s, null) m",
+                          [foreign]).fetchone() == (20, None, False)
+    writer.execute("select * from sift.refresh_lexical_stats('docs', min_df => 0)")
+    assert db.execute(stats, ["acme"]).fetchall() == [(20, False)]
+    assert db.execute(stats, ["globex"]).fetchall() == globex
+    with pytest.raises(psycopg.Error):
+        connect_as(role_name("acme", "reader")).execute("select * from sift.refresh_lexical_stats('docs', min_df => 0)")
+    assert db.execute(stats, ["globex"]).fetchall() == globex
 
 
 # -- references: checked within the tenant, and no error tells a foreign id from a missing one --
