@@ -73,9 +73,7 @@ begin
     -- Pending deltas folded into exact df (sift._fold_pending says how); whole
     -- comes back true where the fold was a large share of the terms.
     select f.folded, f.changed, f.changes, f.grew, f.whole into folded, changed, changes, grew, whole
-    from sift._fold_pending(col.collection_id, min_df, everything) f;
-    update sift.collection_lexical_stats s set lists_min_df_chosen = chosen
-    where s.collection_id = col.collection_id and s.lists_min_df is not null;
+    from sift._fold_pending(col.collection_id, min_df, chosen, everything) f;
 
     -- Still alone on the list lock: chunk writers wait until these lists are
     -- committed, so none slips between snapshot and list.
@@ -150,9 +148,10 @@ as $$
     -- 0.80-0.89x; the scale corpus at 5,000 and 30,000 chunks 0.86-1.12x by
     -- query mix and build, at 100,000 0.82-0.98x); 2 or 5 won on SciFact
     -- (0.77-0.82x) and lost on the scale corpus (rare terms 1.24-1.41x: a
-    -- query then runs both the rare terms' scoring and the whole lists' sum). From 200,000 chunks the long tail's
-    -- lists would outnumber the chunks' own rows (318,293 more lists and
-    -- 310 s more refresh at a million for 20), so 100.
+    -- query then runs both the rare terms' scoring and the whole lists' sum).
+    -- From 200,000 chunks the long tail's lists would outnumber the chunks'
+    -- own rows (318,293 more lists and 310 s more refresh at a million for
+    -- 20), so 100.
     select case when chunks < 200000 then 20 else 100 end
 $$;
 comment on function sift._auto_min_df(bigint) is
@@ -195,7 +194,7 @@ comment on function sift._lists_min_df(bigint, integer) is
 
 
 create or replace function sift._fold_pending(
-    collection_id bigint, min_df integer, everything boolean,
+    collection_id bigint, min_df integer, chosen boolean, everything boolean,
     out folded bigint, out changed text[], out changes bigint[], out grew text[], out whole boolean)
 language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
@@ -284,15 +283,17 @@ begin
         delete from sift.collection_lexical_stats s
         where s.collection_id = _fold_pending.collection_id
         returning s.chunks, s.tokens, s.deleted)
-    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending, lists_min_df)
+    insert into sift.collection_lexical_stats (collection_id, chunks, tokens, deleted, pending, lists_min_df,
+                                               lists_min_df_chosen)
     select _fold_pending.collection_id, coalesce(sum(g.chunks), 0), coalesce(sum(g.tokens), 0),
-           coalesce(sum(g.deleted), 0), false, min_df
+           coalesce(sum(g.deleted), 0), false, min_df, chosen
     from gone g;
 end;
 $$;
-comment on function sift._fold_pending(bigint, integer, boolean) is
+comment on function sift._fold_pending(bigint, integer, boolean, boolean) is
     'Internal, writes (sift.refresh_lexical_stats): folds a collection''s pending BM25 counts into '
-    'exact df (sift.term_df) and its chunk and token totals, and the entries the writers added to '
+    'exact df (sift.term_df) and its chunk and token totals (with the min_df the lists are built under '
+    'and whether a caller chose it), and the entries the writers added to '
     'each list''s delta into delta_entries; returns the terms it changed and by how much, the lists '
     'whose deltas grew, and whether the lists'' pass should consider every term.';
 
