@@ -4,6 +4,7 @@ one-statement search."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 
@@ -14,6 +15,7 @@ import psycopg_pool
 import pytest
 from conftest import random_documents, unit
 from pgsift import AsyncClient, Chunk, Client, Document, Hit
+from psycopg import _pipeline_base as psycopg_pipeline
 
 DIMS = 8
 
@@ -609,6 +611,106 @@ def test_a_plain_search_is_one_statement(dsn):
         assert len(client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)) == 3
     assert len(RecordingCursor.sent) == 2
     assert "sift.set_tenant" in RecordingCursor.sent[0] and "sift.search(" in RecordingCursor.sent[1]
+
+
+@contextlib.contextmanager
+def round_trips(monkeypatch):
+    """What waits on the server: a pipeline's Sync, and a statement sent outside a pipeline."""
+    trips: list[str] = []
+    sync, execute = psycopg_pipeline.BasePipeline._enqueue_sync, psycopg.Cursor.execute
+
+    def spy_sync(self):
+        trips.append("Sync")
+        return sync(self)
+
+    def spy_execute(self, query, params=None, **kwargs):
+        if self.connection.info.pipeline_status == psycopg.pq.PipelineStatus.OFF:
+            trips.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    aexecute = psycopg.AsyncCursor.execute
+
+    async def spy_aexecute(self, query, params=None, **kwargs):
+        if self.connection.info.pipeline_status == psycopg.pq.PipelineStatus.OFF:
+            trips.append(str(query))
+        return await aexecute(self, query, params, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(psycopg_pipeline.BasePipeline, "_enqueue_sync", spy_sync)
+        m.setattr(psycopg.Cursor, "execute", spy_execute)
+        m.setattr(psycopg.AsyncCursor, "execute", spy_aexecute)
+        yield trips
+
+
+def binding_left(conn) -> tuple:
+    """The session's own settings and tenant binding, as the next statement would see them."""
+    return conn.execute("select current_setting('extra_float_digits'), current_setting('IntervalStyle'), "
+                        "coalesce(current_setting('pgsift.tenant', true), '')").fetchone()
+
+
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_a_search_is_one_round_trip_that_leaves_the_connection_as_it_was(dsn, monkeypatch, autocommit):
+    """BEGIN, the binding, the search and COMMIT go together (the protocol's implicit
+    transaction up to the Sync; it took 3 round trips in psycopg's transaction): the binding
+    holds for the search and for nothing after it, and the connection keeps its autocommit
+    and the session's own settings, found or not, failed or not."""
+    with psycopg.connect(dsn, autocommit=autocommit) as conn:
+        client = Client(conn, tenant="acme")
+        client.create_collection("c", embedding_dims=DIMS)
+        client.upsert_documents("c", random_documents(np.random.default_rng(4), 5, DIMS))
+        conn.execute("set extra_float_digits = -15")
+        conn.execute("set IntervalStyle = iso_8601")
+        if not autocommit:
+            conn.commit()
+        before = binding_left(conn)
+        if not autocommit:
+            conn.commit()
+        for query in ("alpha", "zyzzyva"):
+            with round_trips(monkeypatch) as trips:
+                hits = client.search("c", query, embedding=np.ones(DIMS), top_k=3)
+            assert trips == ["Sync"] and len(hits) == 3
+            # extra_float_digits pinned for the search: floats arrive whole, not cut to a digit
+            assert any(h.dense_distance != round(h.dense_distance, 3) for h in hits)
+            assert conn.autocommit is autocommit
+            assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            assert binding_left(conn) == before == ("-15", "iso_8601", "")
+            if not autocommit:
+                conn.commit()
+        with pytest.raises(pgsift.CollectionNotFound):
+            client.search("nope", "alpha")
+        assert conn.autocommit is autocommit
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert len(client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)) == 3
+
+
+def test_a_search_in_the_applications_transaction_stays_in_it(dsn, monkeypatch):
+    """In a transaction the application holds open, the search runs in a savepoint of it (round
+    trips and all: nothing of the application's may be committed), which it leaves open."""
+    with psycopg.connect(dsn) as conn:
+        client = Client(conn, tenant="acme")
+        client.create_collection("c", embedding_dims=DIMS)
+        client.upsert_documents("c", random_documents(np.random.default_rng(4), 5, DIMS))
+        conn.commit()
+        conn.execute("create temp table mine (x integer)")
+        hits = client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)
+        assert len(hits) == 3 and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        conn.rollback()
+        assert conn.execute("select to_regclass('pg_temp.mine')").fetchone() == (None,)
+
+
+async def test_an_async_search_is_one_round_trip_too(dsn, monkeypatch):
+    conn = await psycopg.AsyncConnection.connect(dsn)
+    try:
+        client = AsyncClient(conn, tenant="acme")
+        await client.create_collection("c", embedding_dims=DIMS)
+        await client.upsert_documents("c", random_documents(np.random.default_rng(4), 5, DIMS))
+        await conn.commit()
+        with round_trips(monkeypatch) as trips:
+            hits = await client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)
+        assert trips == ["Sync"] and len(hits) == 3
+        assert conn.autocommit is False and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    finally:
+        await conn.close()
 
 
 # -- pools ------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import pytest
 from conftest import unit
 from pgsift import AsyncClient, Chunk, Client, Document, RerankerNotAllowed, queries, rerankers
 from pgsift.rerankers import registry
+from psycopg import _pipeline_base as psycopg_pipeline
 from rerank_servers import RerankServer, import_providers, keyword_scorer, loopback_only
 
 DIMS = 8
@@ -388,32 +389,47 @@ def function_calls(db) -> Counter:
 
 @contextlib.contextmanager
 def sent(monkeypatch):
-    """The statements a client sends and the transactions it opens, the tenant's binding aside."""
-    seen: dict[str, list] = {"statements": [], "transactions": []}
+    """The statements a client sends, the tenant's binding aside, and the round trips they take:
+    a pipeline's Sync (what it sent before is answered together), a statement sent outside a
+    pipeline, and the BEGIN and COMMIT of a psycopg transaction opened outside one."""
+    seen: dict[str, list] = {"statements": [], "round_trips": []}
     execute, transaction = psycopg.Cursor.execute, psycopg.Connection.transaction
+    sync = psycopg_pipeline.BasePipeline._enqueue_sync
+
+    def piped(conn) -> bool:
+        return conn.info.pipeline_status != psycopg.pq.PipelineStatus.OFF
 
     def spy_execute(self, query, params=None, **kwargs):
         if query not in (queries.SET_TENANT, queries.PIN_SETTINGS):
             seen["statements"].append(query)
+        if not piped(self.connection):
+            seen["round_trips"].append(query)
         return execute(self, query, params, **kwargs)
 
     def spy_transaction(self, *args, **kwargs):
-        seen["transactions"].append(self)
+        if not piped(self):
+            seen["round_trips"] += ["BEGIN", "COMMIT"]
         return transaction(self, *args, **kwargs)
+
+    def spy_sync(self):
+        seen["round_trips"].append("Sync")
+        return sync(self)
 
     with monkeypatch.context() as m:
         m.setattr(psycopg.Cursor, "execute", spy_execute)
         m.setattr(psycopg.Connection, "transaction", spy_transaction)
+        m.setattr(psycopg_pipeline.BasePipeline, "_enqueue_sync", spy_sync)
         yield seen
 
 
 @pytest.mark.parametrize("fault", [None, "500"])
 def test_a_reranked_search_fetches_its_pool_once(kb, db, monkeypatch, figure, fault):
-    """A reranked search sends 4 statements in 3 transactions (it sent 6 in 5, and ran the legs
-    twice: sift.search, then sift.candidates for the pool): the search statement, which runs no
-    leg when the search reranks; the pool with its texts (sift.rerank_pool, the one retrieval);
-    the metering; sift.finalize on the scores. A fault falls back on that same pool, fused:
-    no second retrieval either."""
+    """A reranked search sends 4 statements, each in a round trip of its own with its
+    transaction (it sent 6 in 5 transactions, and ran the legs twice: sift.search, then
+    sift.candidates for the pool; then 4 in 11 round trips): the search statement, which runs
+    no leg when the search reranks; the pool with its texts (sift.rerank_pool, the one
+    retrieval); the metering; sift.finalize on the scores. A fault falls back on that same
+    pool, fused: no second retrieval either."""
     db.execute("set track_functions = 'all'")
     with RerankServer(scorer=keyword_scorer({"golden": 0.99}), fault=fault) as server:
         use_server(kb, server, timeout_ms=500, deadline_ms=1000)
@@ -426,18 +442,19 @@ def test_a_reranked_search_fetches_its_pool_once(kb, db, monkeypatch, figure, fa
     assert result.reranked == (fault is None) and len(result) == 5 and result.rerank.called
     assert seen["statements"] == [queries.SEARCH_UNLESS_RERANKED, queries.RERANK_POOL, queries.RECORD_USAGE,
                                   queries.FINALIZE]
-    assert len(seen["transactions"]) == 3
+    assert seen["round_trips"] == ["Sync"] * 4
     # one retrieval, of the pool the reranker scored (50: rerank_top_n); sift.search never ran
     assert {f: called[f] for f in RETRIEVAL if called[f]} == {"rerank_pool": 1, "_candidates": 1, "_pool": 1}
     assert called["finalize"] == 1 and called["_reranks"] == 1
     assert len(server.requests[-1].body["documents"]) == 50
     figure("statements of a reranked search", len(seen["statements"]))
-    figure("transactions of a reranked search", len(seen["transactions"]))
+    figure("round trips of a reranked search", len(seen["round_trips"]))
     figure("retrievals of a reranked search", called["_candidates"])
 
 
 def test_a_plain_search_is_still_one_statement(kb, db, monkeypatch):
-    """A search that does not rerank sends the one statement it always sent, found or not."""
+    """A search that does not rerank sends the one statement it always sent, found or not, in
+    one round trip with its transaction and the binding (it took 3)."""
     db.execute("set track_functions = 'all'")
     kb.search("kb", QUERY, embedding=np.ones(DIMS), top_k=5)
     for query in (QUERY, "zyzzyva"):
@@ -446,7 +463,7 @@ def test_a_plain_search_is_still_one_statement(kb, db, monkeypatch):
             result = kb.search("kb", query, top_k=5)
         called = function_calls(db) - before
         assert (len(result) > 0) == (query == QUERY) and result.rerank is None
-        assert seen["statements"] == [queries.SEARCH_UNLESS_RERANKED] and len(seen["transactions"]) == 1
+        assert seen["statements"] == [queries.SEARCH_UNLESS_RERANKED] and seen["round_trips"] == ["Sync"]
         assert {f: called[f] for f in RETRIEVAL if called[f]} == {"search": 1, "_plain_search": 1}
 
 

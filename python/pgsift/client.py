@@ -23,7 +23,7 @@ from collections.abc import Iterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
-from psycopg.pq import TransactionStatus
+from psycopg.pq import PipelineStatus, TransactionStatus
 from psycopg.rows import dict_row
 
 from . import calls, enrich, vectors
@@ -153,6 +153,32 @@ class Client:
             conn.execute(q.PIN_SETTINGS, prepare=False)
 
     @contextlib.contextmanager
+    def _one_trip(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """A transaction, the binding (_begin) first, whose statements and end go to the server
+        in one round trip; no result may be read before the block ends. On an idle connection
+        they run as the protocol's implicit transaction, which the statements sent before a
+        Sync make and the Sync ends (COMMIT, or ROLLBACK after an error), so the binding holds
+        for them and for nothing after; autocommit is on for that while, as psycopg would
+        otherwise wait on a BEGIN of its own. psycopg's transaction() would cost two round
+        trips more: it syncs at its BEGIN and before its COMMIT. In a transaction of the
+        caller's, they run in a savepoint of it (psycopg's), round trips and all."""
+        if conn.info.transaction_status != TransactionStatus.IDLE or conn.info.pipeline_status != PipelineStatus.OFF:
+            with conn.pipeline(), conn.transaction():
+                self._begin(conn)
+                yield
+            return
+        autocommit = conn.autocommit
+        if not autocommit:
+            conn.set_autocommit(True)
+        try:
+            with conn.pipeline():
+                self._begin(conn)
+                yield
+        finally:
+            if not autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+                conn.set_autocommit(False)
+
+    @contextlib.contextmanager
     def transaction(self, source: Any = None) -> Iterator[psycopg.Connection[Any]]:
         """One transaction with the client's tenant bound (and the settings q.PIN_SETTINGS names
         pinned: extra_float_digits, IntervalStyle, gin_fuzzy_search_limit), errors typed: for work
@@ -167,14 +193,14 @@ class Client:
             except psycopg.Error as exc:
                 raise translate(exc) from exc
 
-    def _rows(self, steps: list[Step], row: type | None = None) -> list[Any]:
-        """Statements in one transaction, the tenant bound first, sent in one round trip; the
-        rows of the last one."""
-        with self._connection() as conn:
+    def _rows(self, steps: list[Step], row: type | None = None, source: Any = None) -> list[Any]:
+        """Statements in one transaction, the tenant bound first, sent in one round trip
+        (_one_trip); the rows of the last one (as `row` dataclasses, as dicts when `row` is dict, else tuples)."""
+        with self._connection(source) as conn:
             try:
-                with conn.pipeline(), conn.transaction():
-                    self._begin(conn)
-                    cur = conn.cursor(row_factory=dataclass_row(row)) if row else conn.cursor()
+                with self._one_trip(conn):
+                    factory = dict_row if row is dict else dataclass_row(row) if row else None
+                    cur = conn.cursor(row_factory=factory) if factory else conn.cursor()
                     for query, params in steps:
                         cur.execute(query, params, prepare=False)
                 return cur.fetchall()
@@ -678,23 +704,17 @@ class Client:
             len(hits), skip=skip, alias=hits[0].reranker, reason=f"{why}: no rerank call"))
 
     def _search_or_pool(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Hit]]:
-        """The search's hits; when it reranks, its pool instead (sift.rerank_pool's rows): the
-        search statement then runs no leg and gives one row of nulls, and the pool comes in
-        the same transaction, a round trip later. The legs run once either way."""
-        with self._connection() as conn:
-            try:
-                with conn.pipeline(), conn.transaction():
-                    self._begin(conn)
-                    cur = conn.cursor(row_factory=dataclass_row(Hit))
-                    cur.execute(q.SEARCH_UNLESS_RERANKED, params, prepare=False)
-                    hits: list[Hit] = cur.fetchall()
-                    if not hits or hits[0].chunk_id is not None:
-                        return [], hits
-                    pool = conn.cursor(row_factory=dict_row)
-                    pool.execute(q.RERANK_POOL, {**params, "reranker": None, "pool_size": None}, prepare=False)
-                    return pool.fetchall(), []
-            except psycopg.Error as exc:
-                raise translate(exc) from exc
+        """The search's hits in one round trip (BEGIN, the tenant or the pinned settings, the
+        search and COMMIT sent together); when it reranks, its pool instead (sift.rerank_pool's
+        rows), in a transaction of its own: the search statement then runs no leg and gives one
+        row of nulls. The legs run once either way. (Waiting inside one transaction for the
+        first answer would cost a search that does not rerank a second round trip.)"""
+        hits: list[Hit] = self._rows([(q.SEARCH_UNLESS_RERANKED, params)], Hit)
+        if not hits or hits[0].chunk_id is not None:
+            return [], hits
+        pool: list[dict[str, Any]] = self._rows(
+            [(q.RERANK_POOL, {**params, "reranker": None, "pool_size": None})], dict)
+        return pool, []
 
     def _finalized(self, collection: Any, reranked: Reranked, top_k: int,
                          knobs: dict[str, Any], query: str | None = None) -> SearchResult:
@@ -779,17 +799,17 @@ class Client:
                                                                       else calls.pool_size(top_k, config))}
         with self._connection() as conn:
             try:
-                with conn.pipeline(), conn.transaction():
-                    self._begin(conn)
+                with self._one_trip(conn):
                     chosen = None
                     if config is None:
                         chosen = conn.cursor(row_factory=dataclass_row(RerankerConfig))
                         chosen.execute(q.RERANKER_FOR, args, prepare=False)
                     pool = conn.cursor(row_factory=dict_row)
                     pool.execute(q.RERANK_POOL, args, prepare=False)
-                    if chosen is not None:
-                        config = chosen.fetchone()
-                    rows = pool.fetchall()
+                # Read once the block has sent COMMIT with them: one round trip.
+                if chosen is not None:
+                    config = chosen.fetchone()
+                rows = pool.fetchall()
             except psycopg.Error as exc:
                 raise translate(exc) from exc
         _, candidates, texts, more = calls.pooled(rows)
@@ -821,8 +841,7 @@ class Client:
         if not outcome.called:
             return outcome
         try:
-            with self.transaction(self.writer) as conn:
-                conn.execute(q.RECORD_USAGE, outcome.usage, prepare=False)
+            self._rows([(q.RECORD_USAGE, outcome.usage)], source=self.writer)
         except Exception as exc:  # noqa: BLE001 - metering never fails a search
             log.warning("rerank usage not recorded (%s): %s; it is on the result (outcome.usage)",
                         type(exc).__name__, exc)
