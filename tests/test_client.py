@@ -698,6 +698,23 @@ def test_a_search_in_the_applications_transaction_stays_in_it(dsn, monkeypatch):
         assert conn.execute("select to_regclass('pg_temp.mine')").fetchone() == (None,)
 
 
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_a_read_only_connection_keeps_its_read_only_transactions(dsn, autocommit):
+    """Transaction characteristics the application set on the connection (read_only,
+    isolation_level, deferrable) travel on psycopg's BEGIN, so the client keeps psycopg's
+    transaction there: a write is refused as before, a search still answers."""
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        Client(setup).create_collection("c", embedding_dims=DIMS)
+        Client(setup).upsert_documents("c", random_documents(np.random.default_rng(4), 5, DIMS))
+    with psycopg.connect(dsn, autocommit=autocommit) as conn:
+        conn.read_only = True
+        client = Client(conn)
+        with pytest.raises(pgsift.ReadOnlyDatabase):
+            client.create_collection("d", embedding_dims=DIMS)
+        assert len(client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)) == 3
+        assert conn.read_only is True and conn.autocommit is autocommit
+
+
 async def test_an_async_search_is_one_round_trip_too(dsn, monkeypatch):
     conn = await psycopg.AsyncConnection.connect(dsn)
     try:

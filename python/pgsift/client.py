@@ -161,8 +161,12 @@ class Client:
         for them and for nothing after; autocommit is on for that while, as psycopg would
         otherwise wait on a BEGIN of its own. psycopg's transaction() would cost two round
         trips more: it syncs at its BEGIN and before its COMMIT. In a transaction of the
-        caller's, they run in a savepoint of it (psycopg's), round trips and all."""
-        if conn.info.transaction_status != TransactionStatus.IDLE or conn.info.pipeline_status != PipelineStatus.OFF:
+        caller's, they run in a savepoint of it (psycopg's), round trips and all, as they do on a
+        connection whose transactions psycopg begins with characteristics of the application's
+        (read_only, isolation_level, deferrable): only its BEGIN carries them."""
+        if (conn.info.transaction_status != TransactionStatus.IDLE
+                or conn.info.pipeline_status != PipelineStatus.OFF
+                or (conn.read_only, conn.isolation_level, conn.deferrable) != (None, None, None)):
             with conn.pipeline(), conn.transaction():
                 self._begin(conn)
                 yield
