@@ -649,6 +649,7 @@ def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: P
     assert result["chunks"] == 6 and result["queries"] == 2 and result["match_count"] == 3
     assert result["ef_search"] == 100   # the dense leg's: hnsw_ef_search's default, over fetch_k
     assert set(result["calls"]) == {"raw_ids", "raw_hits", "dense", "lexical", "hybrid", "hybrid_client",
+                                    "hybrid_client_prepared",
                                     "supabase_hybrid"}
     raw_ids, raw_hits = result["calls"]["raw_ids"]["p50_ms"], result["calls"]["raw_hits"]["p50_ms"]
     for m in result["calls"].values():

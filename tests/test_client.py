@@ -715,6 +715,37 @@ def test_a_read_only_connection_keeps_its_read_only_transactions(dsn, autocommit
         assert conn.read_only is True and conn.autocommit is autocommit
 
 
+def test_prepared_statements_answer_as_the_plain_ones(dsn):
+    """prepare=True: the binding and the search are prepared on the server once a connection
+    (a direct one: PgBouncer before 1.21 cannot carry them), with the same answers, through a
+    failed statement, the application's transaction and the functions re-applied."""
+    with psycopg.connect(dsn, autocommit=True) as plain_conn, psycopg.connect(dsn) as conn:
+        plain, prepared = Client(plain_conn, tenant="acme"), Client(conn, tenant="acme", prepare=True)
+        plain.create_collection("c", embedding_dims=DIMS)
+        plain.upsert_documents("c", random_documents(np.random.default_rng(4), 30, DIMS))
+        rng = np.random.default_rng(9)
+        for i in range(8):
+            query, vector = ["alpha", "beta gamma", "", "zyzzyva"][i % 4], unit(rng.normal(size=DIMS))
+            knobs = [{}, {"hybrid": False}][i % 2]
+            want = [(h.chunk_id, h.score) for h in plain.search("c", query, embedding=vector, top_k=5, **knobs)]
+            assert [(h.chunk_id, h.score) for h in prepared.search("c", query, embedding=vector, top_k=5,
+                                                                    **knobs)] == want
+            if i == 3:
+                with pytest.raises(pgsift.CollectionNotFound):
+                    prepared.search("nope", "alpha")
+            if i == 5:
+                Client(plain_conn).migrate()
+        names = [r[0] for r in conn.execute("select statement from pg_prepared_statements").fetchall()]
+        assert any("sift.search(" in n for n in names) and any("sift.set_tenant" in n for n in names)
+        conn.rollback()
+        assert plain_conn.execute("select array_agg(statement) from pg_prepared_statements").fetchone() == (None,)
+        conn.execute("select 1")                                   # the application's transaction
+        assert len(prepared.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)) == 3
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        with pytest.raises(pgsift.InvalidArgument, match="prepare"):
+            Client(conn, prepare="yes")  # type: ignore[arg-type]
+
+
 async def test_an_async_search_is_one_round_trip_too(dsn, monkeypatch):
     conn = await psycopg.AsyncConnection.connect(dsn)
     try:

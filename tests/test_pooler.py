@@ -270,3 +270,20 @@ def test_async_clients_through_the_pooler(db, bouncer, corpus):
         return list(await asyncio.gather(*(worker() for _ in range(4))))
 
     assert asyncio.run(main()) == [expected] * 4
+
+
+def test_clients_writing_through_the_pooler_leave_no_prepared_statement(db, through, corpus):
+    """Writes go through PgBouncer (before 1.21: no prepared statements in transaction mode)
+    from two default connections sharing its one server connection, in turn: psycopg's
+    executemany would prepare its statement (whatever the connection's threshold), and the
+    other client's own statement of the same name, or a later write on another server
+    connection, would then fail."""
+    first, second = Client(through()), Client(through())
+    rng = np.random.default_rng(5)
+    for turn in range(3):
+        for n, client in enumerate((first, second)):
+            docs = random_documents(rng, 3, DIMS, words=WORDS, prefix=f"w{turn}-{n}")
+            assert len(client.upsert_documents("docs", docs)) == 3
+    # (the pool's one server connection: what either client would find there)
+    assert first.source.execute("select array_agg(name) from pg_prepared_statements").fetchone() == (None,)
+    assert db.execute("select count(*) from sift.documents where source_uri like 'w%'").fetchone() == (18,)

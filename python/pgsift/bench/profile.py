@@ -15,7 +15,9 @@ measured against and pgsift's own, all at match_count 10 (``--match-count``):
 * ``supabase_hybrid``: Supabase's documented ``hybrid_search`` on a plain copy of
   the chunks (pgsift.bench.peers), at the session's HNSW settings, as deployed;
 * ``hybrid_client``: the hybrid search through ``Client.search`` (what a Python
-  caller sees: its rows as dataclasses).
+  caller sees: its rows as dataclasses), as shipped (no prepared statement);
+  ``hybrid_client_prepared``: the same with ``prepare=True`` (the SQL calls above
+  are prepared too).
 
 Then it profiles each of dense, lexical and hybrid by function (``track_functions
 = all``, ``pg_stat_user_functions``): the self time per search of every sift
@@ -109,13 +111,17 @@ def run_profile(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
     def sql_call(statement: Any, mode: str, i: int) -> int:
         return len(conn.execute(statement, params(i, mode), prepare=True).fetchall())
 
-    def client_call(i: int) -> int:
-        return len(client.search(collection, texts[i], embedding=data.query_embeddings[i % n_data], top_k=match_count))
+    prepared = Client(conn, refresh_backlog=1, prepare=True)
+
+    def client_call(searcher: Client, i: int) -> int:
+        return len(searcher.search(collection, texts[i], embedding=data.query_embeddings[i % n_data],
+                                   top_k=match_count))
 
     runs: dict[str, Any] = {name: partial(sql_call, statement, name) for name, statement in raw.items()}
     for mode in MODES:
         runs[mode] = partial(sql_call, q.PROFILE_SEARCH, mode)
-    runs["hybrid_client"] = client_call
+    runs["hybrid_client"] = partial(client_call, client)
+    runs["hybrid_client_prepared"] = partial(client_call, prepared)
     # The raw walks walk as the dense leg does, set around them alone: everything else (the
     # Supabase function above all) runs with the session's own settings.
     walk = bench_peers.RawWalk(conn, ef)
@@ -181,10 +187,10 @@ def format_table(result: dict[str, Any]) -> str:
     lines = [f"dataset {result['dataset']}: {result['chunks']:,} chunks, {result['queries']} queries in turn, "
              f"match_count {result['match_count']}, hnsw.ef_search {result['ef_search']} for the raw walks and "
              "pgsift's dense leg (Supabase's at the session's)",
-             f"{'call':16} {'p50 ms':>8} {'p95 ms':>8} {'/raw_ids':>9} {'/raw_hits':>10}",
-             f"{'-' * 16} {'-' * 8} {'-' * 8} {'-' * 9} {'-' * 10}"]
+             f"{'call':22} {'p50 ms':>8} {'p95 ms':>8} {'/raw_ids':>9} {'/raw_hits':>10}",
+             f"{'-' * 22} {'-' * 8} {'-' * 8} {'-' * 9} {'-' * 10}"]
     for name, m in result["calls"].items():
-        lines.append(f"{name:16} {m['p50_ms']:8.2f} {m['p95_ms']:8.2f} {m['over_raw_ids']:8.2f}x "
+        lines.append(f"{name:22} {m['p50_ms']:8.2f} {m['p95_ms']:8.2f} {m['over_raw_ids']:8.2f}x "
                      f"{m['over_raw_hits']:9.2f}x")
     if result.get("peers_skipped"):
         lines.append(f"(supabase_hybrid skipped: {result['peers_skipped']})")
