@@ -683,6 +683,21 @@ def test_a_search_is_one_round_trip_that_leaves_the_connection_as_it_was(dsn, mo
         assert len(client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)) == 3
 
 
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_a_failure_inside_a_one_round_trip_transaction_commits_nothing(dsn, autocommit):
+    """A statement that cannot be sent (here a parameter psycopg cannot adapt) after one that
+    was: the block is rolled back before the Sync that would commit what it sent."""
+    with psycopg.connect(dsn, autocommit=autocommit) as conn:
+        client = Client(conn, tenant="acme")
+        with pytest.raises(psycopg.ProgrammingError, match="cannot adapt"):
+            client._rows([(pgsift.queries.create_collection(["collection", "embedding_dims"]),
+                           {"collection": "half", "embedding_dims": DIMS}),
+                          (pgsift.queries.COLLECTION_INFO, {"collection": object()})])
+        assert conn.autocommit is autocommit
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert client.list_collections() == []
+
+
 def test_a_search_in_the_applications_transaction_stays_in_it(dsn, monkeypatch):
     """In a transaction the application holds open, the search runs in a savepoint of it (round
     trips and all: nothing of the application's may be committed), which it leaves open."""

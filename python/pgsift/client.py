@@ -197,7 +197,12 @@ class Client:
         try:
             with conn.pipeline():
                 self._begin(conn)
-                yield
+                try:
+                    yield
+                except BaseException:
+                    # Nothing the block sent may be committed by the Sync that ends it.
+                    conn.execute(q.ROLLBACK, prepare=False)
+                    raise
         finally:
             if not autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
                 conn.set_autocommit(False)

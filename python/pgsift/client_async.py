@@ -195,7 +195,12 @@ class AsyncClient:
         try:
             async with conn.pipeline():
                 await self._begin(conn)
-                yield
+                try:
+                    yield
+                except BaseException:
+                    # Nothing the block sent may be committed by the Sync that ends it.
+                    await conn.execute(q.ROLLBACK, prepare=False)
+                    raise
         finally:
             if not autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
                 await conn.set_autocommit(False)

@@ -123,6 +123,11 @@ _PIN = ("pg_catalog.set_config('extra_float_digits', '1', true), "
 
 PIN_SETTINGS = "select " + _PIN
 
+# Sent by Client._one_trip when the block of a one-round-trip transaction fails in Python: in the
+# protocol's implicit transaction, ROLLBACK aborts what the block sent (with a WARNING that no
+# transaction is in progress), which the Sync ending it would otherwise commit.
+ROLLBACK = "rollback"
+
 SET_TENANT = "select sift.set_tenant(tenant => %(tenant)s::text), " + _PIN
 
 CURRENT_TENANT = "select sift.current_tenant()"
