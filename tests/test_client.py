@@ -602,15 +602,17 @@ class RecordingCursor(psycopg.Cursor):
 
 def test_a_plain_search_is_one_statement(dsn):
     # What the server receives for a search without a reranker: the tenant binding and
-    # sift.search, in one transaction; no reranker or threshold lookups beside it.
+    # sift.search, between BEGIN and COMMIT (one round trip); no reranker or threshold lookups.
     with psycopg.connect(dsn, autocommit=True, cursor_factory=RecordingCursor) as conn:
         client = Client(conn, tenant="default")
         client.create_collection("c", embedding_dims=DIMS)
         client.upsert_documents("c", random_documents(np.random.default_rng(1), 5, DIMS))
         RecordingCursor.sent.clear()
         assert len(client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)) == 3
-    assert len(RecordingCursor.sent) == 2
-    assert "sift.set_tenant" in RecordingCursor.sent[0] and "sift.search(" in RecordingCursor.sent[1]
+    assert RecordingCursor.sent[0] == "begin" and RecordingCursor.sent[-1] == "commit"
+    sent = RecordingCursor.sent[1:-1]
+    assert len(sent) == 2
+    assert "sift.set_tenant" in sent[0] and "sift.search(" in sent[1]
 
 
 @contextlib.contextmanager
@@ -696,6 +698,33 @@ def test_a_failure_inside_a_one_round_trip_transaction_commits_nothing(dsn, auto
         assert conn.autocommit is autocommit
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         assert client.list_collections() == []
+
+
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_an_error_at_commit_comes_back_as_itself_and_leaves_the_connection_usable(dsn, autocommit):
+    """COMMIT is a statement of the round trip, so an error raised at commit (here a deferred
+    constraint trigger; a serialization failure under a server-side serializable default
+    alike) is its result: the error itself, nothing committed, the connection idle."""
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        setup.execute("""
+            create table public.deferred_check (x integer);
+            create function public.refuse_negative() returns trigger language plpgsql as $$
+            begin if new.x < 0 then raise exception 'deferred check failed'; end if; return null; end $$;
+            create constraint trigger deferred_check after insert on public.deferred_check
+                deferrable initially deferred for each row execute function public.refuse_negative()""")
+    with psycopg.connect(dsn, autocommit=autocommit) as conn:
+        client = Client(conn, tenant="acme")
+        client.create_collection("c", embedding_dims=DIMS)
+        client.upsert_documents("c", random_documents(np.random.default_rng(4), 5, DIMS))
+        if not autocommit:
+            conn.commit()
+        with pytest.raises(psycopg.errors.RaiseException, match="deferred check failed"):
+            client._rows([("insert into public.deferred_check values (-1)", {})])
+        assert conn.autocommit is autocommit
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert conn.info.pipeline_status == psycopg.pq.PipelineStatus.OFF
+        assert len(client.search("c", "alpha", embedding=np.ones(DIMS), top_k=3)) == 3
+        assert conn.execute("select count(*) from public.deferred_check").fetchone() == (0,)
 
 
 def test_a_search_in_the_applications_transaction_stays_in_it(dsn, monkeypatch):

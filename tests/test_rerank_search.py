@@ -389,9 +389,10 @@ def function_calls(db) -> Counter:
 
 @contextlib.contextmanager
 def sent(monkeypatch):
-    """The statements a client sends, the tenant's binding aside, and the round trips they take:
-    a pipeline's Sync (what it sent before is answered together), a statement sent outside a
-    pipeline, and the BEGIN and COMMIT of a psycopg transaction opened outside one."""
+    """The statements a client sends, the tenant's binding and BEGIN/COMMIT aside, and the round
+    trips they take: a pipeline's Sync (what it sent before is answered together), a statement
+    sent outside a pipeline, and the BEGIN and COMMIT of a psycopg transaction opened outside
+    one."""
     seen: dict[str, list] = {"statements": [], "round_trips": []}
     execute, transaction = psycopg.Cursor.execute, psycopg.Connection.transaction
     sync = psycopg_pipeline.BasePipeline._enqueue_sync
@@ -400,7 +401,7 @@ def sent(monkeypatch):
         return conn.info.pipeline_status != psycopg.pq.PipelineStatus.OFF
 
     def spy_execute(self, query, params=None, **kwargs):
-        if query not in (queries.SET_TENANT, queries.PIN_SETTINGS):
+        if query not in (queries.SET_TENANT, queries.PIN_SETTINGS, queries.BEGIN, queries.COMMIT, queries.ROLLBACK):
             seen["statements"].append(query)
         if not piped(self.connection):
             seen["round_trips"].append(query)

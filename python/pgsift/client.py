@@ -176,14 +176,15 @@ class Client:
     def _one_trip(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
         """A transaction, the binding (_begin) first, whose statements and end go to the server
         in one round trip; no result may be read before the block ends. On an idle connection
-        they run as the protocol's implicit transaction, which the statements sent before a
-        Sync make and the Sync ends (COMMIT, or ROLLBACK after an error), so the binding holds
-        for them and for nothing after; autocommit is on for that while, as psycopg would
-        otherwise wait on a BEGIN of its own. psycopg's transaction() would cost two round
-        trips more: it syncs at its BEGIN and before its COMMIT. In a transaction of the
-        caller's, they run in a savepoint of it (psycopg's), round trips and all, as they do on a
-        connection whose transactions psycopg begins with characteristics of the application's
-        (read_only, isolation_level, deferrable): only its BEGIN carries them."""
+        BEGIN, the statements and COMMIT are sent as statements of one pipeline, autocommit on
+        for that while (psycopg would otherwise wait on a BEGIN of its own), ROLLBACK instead of
+        COMMIT when the block fails in Python; after a statement fails, the rest is skipped to
+        the Sync and a ROLLBACK (a round trip, on that path alone) ends the aborted
+        transaction. psycopg's transaction() would cost two round trips more: it syncs at its
+        BEGIN and before its COMMIT. In a transaction of the caller's, the statements run in a
+        savepoint of it (psycopg's), round trips and all, as they do on a connection whose
+        transactions psycopg begins with characteristics of the application's (read_only,
+        isolation_level, deferrable): only its BEGIN carries them."""
         if (conn.info.transaction_status != TransactionStatus.IDLE
                 or conn.info.pipeline_status != PipelineStatus.OFF
                 or (conn.read_only, conn.isolation_level, conn.deferrable) != (None, None, None)):
@@ -196,14 +197,18 @@ class Client:
             conn.set_autocommit(True)
         try:
             with conn.pipeline():
+                conn.execute(q.BEGIN, prepare=False)
                 self._begin(conn)
                 try:
                     yield
                 except BaseException:
-                    # Nothing the block sent may be committed by the Sync that ends it.
                     conn.execute(q.ROLLBACK, prepare=False)
                     raise
+                conn.execute(q.COMMIT, prepare=False)
         finally:
+            if conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+                with contextlib.suppress(psycopg.Error):   # the error that got here says more
+                    conn.execute(q.ROLLBACK, prepare=False)
             if not autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
                 conn.set_autocommit(False)
 

@@ -123,9 +123,12 @@ _PIN = ("pg_catalog.set_config('extra_float_digits', '1', true), "
 
 PIN_SETTINGS = "select " + _PIN
 
-# Sent by Client._one_trip when the block of a one-round-trip transaction fails in Python: in the
-# protocol's implicit transaction, ROLLBACK aborts what the block sent (with a WARNING that no
-# transaction is in progress), which the Sync ending it would otherwise commit.
+# Client._one_trip's own transaction, sent in the pipeline with its statements: COMMIT as a
+# statement of its own, so that an error at commit (a deferred constraint, a serialization
+# failure) comes back as its result; ROLLBACK when the block fails in Python, or after a
+# statement failed (the transaction is then left aborted at the Sync).
+BEGIN = "begin"
+COMMIT = "commit"
 ROLLBACK = "rollback"
 
 SET_TENANT = "select sift.set_tenant(tenant => %(tenant)s::text), " + _PIN
