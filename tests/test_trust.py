@@ -580,6 +580,34 @@ def test_a_binding_left_on_a_pooled_connection_is_never_inherited(db, connect_as
     assert [c.name for c in Client(gateway, tenant="globex").list_collections()] == ["globex-c"]
 
 
+@pytest.mark.parametrize("prepare", [False, True])
+def test_a_one_round_trip_binding_holds_for_its_own_search_alone(db, connect_as, prepare):
+    """The client's search binds its tenant in the round trip that searches (BEGIN, binding,
+    search, COMMIT; prepared or not): another tenant's collection is never found, the binding
+    is gone after it, and a reader mapped to acme binds no other tenant that way either."""
+    rng = np.random.default_rng(3)
+    for tenant in ("acme", "globex"):
+        Client(db, tenant=tenant).create_collection(f"{tenant}-c", embedding_dims=DIMS)
+        Client(db, tenant=tenant).upsert_documents(f"{tenant}-c", random_documents(rng, 5, DIMS, prefix=tenant))
+    gateway = connect_as("t_gateway")
+    for tenant, other in (("acme", "globex"), ("globex", "acme"), ("acme", "globex")):
+        client = Client(gateway, tenant=tenant, prepare=prepare)
+        hits = client.search(f"{tenant}-c", "alpha", embedding=np.ones(DIMS), top_k=5)
+        assert len(hits) == 5 and all(h.source_uri.startswith(tenant) for h in hits)
+        with pytest.raises(pgsift.CollectionNotFound):
+            client.search(f"{other}-c", "alpha", embedding=np.ones(DIMS))
+        with pytest.raises(psycopg.Error) as info:                   # nothing bound after it
+            gateway.execute("select sift.current_tenant()")
+        assert info.value.sqlstate == "SF010"
+    db.execute("select sift.map_role('t_reader', 'acme')")
+    reader = connect_as("t_reader")
+    with pytest.raises(pgsift.TenantError):
+        Client(reader, tenant="globex", prepare=prepare).search("globex-c", "alpha")
+    with pytest.raises(pgsift.CollectionNotFound):
+        Client(reader, prepare=prepare).search("globex-c", "alpha")
+    assert len(Client(reader, prepare=prepare).search("acme-c", "alpha", embedding=np.ones(DIMS))) > 0
+
+
 def test_a_binding_counts_only_in_its_database(db, connect_as, postgresql_noproc):
     """Roles are the cluster's, so sift_gateway's members are gateways in every database that installs
     pgsift (docs/trust.md says to give each its own login roles and CONNECT); the binding itself is
