@@ -326,10 +326,15 @@ begin
         ), total as (
             select sum(tb.b_t) as bound, bool_or(tb.more) as more from term_bound tb
         )
+        -- The n-th best known sum steers a round that can still read deeper
+        -- (below); at the budget's depth it is not computed (the subquery, an
+        -- initplan, runs only when the case reaches it: ~0.5 ms over 3,000
+        -- entries at 30,000 chunks).
         select total.bound, total.more, c.ids, c.ubs,
-               (select k.v from (select f.known as v from fresh f
-                                 union all select unnest(scores)) k
-                order by k.v desc offset n - 1 limit 1)
+               case when depth < max_depth
+                    then (select k.v from (select f.known as v from fresh f
+                                           union all select unnest(scores)) k
+                          order by k.v desc offset n - 1 limit 1) end
         from total
         cross join lateral (
             -- one sort feeds both arrays (same order), of the candidates the
