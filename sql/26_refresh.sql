@@ -111,6 +111,8 @@ begin
 
     -- Deltas grown past a quarter of their list merged (sift._merge_deltas).
     built := built + sift._merge_deltas(col.collection_id, list_size, list_fraction, whole, grew);
+    -- The other deltas of many rows, each in one row (sift._compact_deltas).
+    perform sift._compact_deltas(col.collection_id, whole, grew);
     -- The chunks just written wait in the text index's pending list, which
     -- every search would read whole: into the index with them (the work GIN
     -- would do at its next flush, at this batch's size).
@@ -206,6 +208,7 @@ as $$
 #variable_conflict use_column
 declare
     grew_by    integer[];   -- how many entries each list in grew gained
+    grew_rows  integer[];   -- ... and how many rows (one a write statement that added to it)
     gone_terms text[];
     terms_est  real;
     fold_all   boolean;     -- the fold's updates through a scan of every term (else by key)
@@ -223,24 +226,25 @@ begin
         where p.collection_id = _fold_pending.collection_id
         returning p.lexemes, p.counts, p.delta_lexemes, p.delta_entries
     )
-    select c.lexemes, c.ns, g.lexemes, g.ns
-    into changed, changes, grew, grew_by
+    select c.lexemes, c.ns, g.lexemes, g.ns, g.rs
+    into changed, changes, grew, grew_by, grew_rows
     from (select coalesce(pg_catalog.array_agg(d.lexeme), '{}') as lexemes,
                  coalesce(pg_catalog.array_agg(d.n), '{}') as ns
           from (select u.lexeme, sum(u.n)::bigint as n
                 from gone, unnest(gone.lexemes, gone.counts) as u(lexeme, n)
                 group by u.lexeme) d) c
     cross join (select coalesce(pg_catalog.array_agg(e.lexeme), '{}') as lexemes,
-                       coalesce(pg_catalog.array_agg(e.n), '{}') as ns
-                from (select u.lexeme, sum(u.n)::integer as n
+                       coalesce(pg_catalog.array_agg(e.n), '{}') as ns,
+                       coalesce(pg_catalog.array_agg(e.r), '{}') as rs
+                from (select u.lexeme, sum(u.n)::integer as n, (count(*) filter (where u.n > 0))::integer as r
                       from gone, unnest(gone.delta_lexemes, gone.delta_entries) as u(lexeme, n)
                       -- (arrays of unequal length, written by hand, pad with nulls)
                       where u.lexeme is not null and u.n is not null
                       group by u.lexeme) e) g;
-    -- The entries each list's delta gained, before any list is rebuilt below
-    -- (a rebuilt list starts with no delta, and 0).
-    update sift.term_lists l set delta_entries = l.delta_entries + g.n
-    from unnest(grew, grew_by) as g(lexeme, n)
+    -- The entries and rows each list's delta gained, before any list is
+    -- rebuilt below (a rebuilt list starts with no delta, and 0).
+    update sift.term_lists l set delta_entries = l.delta_entries + g.n, delta_rows = l.delta_rows + g.r
+    from unnest(grew, grew_by, grew_rows) as g(lexeme, n, r)
     where l.collection_id = _fold_pending.collection_id and l.lexeme = any (grew) and l.lexeme = g.lexeme;
     -- Looked up by key while the fold is a small share of the terms; past
     -- that, a scan of every term is cheaper, and as right (it is what a whole
@@ -379,6 +383,57 @@ comment on function sift._merge_deltas(bigint, integer, double precision, boolea
     'Internal, writes (sift.refresh_lexical_stats): merges every list delta of max(100, a quarter of '
     'its list) entries or more into its list''s blocks (no chunk read; the floor only rises), looking '
     'only at the lists in grew unless whole; returns how many lists it rewrote.';
+
+
+create or replace function sift._compact_deltas(collection_id bigint, whole boolean, grew text[])
+returns integer
+language sql volatile security invoker
+set search_path = pg_catalog, pg_temp
+-- A few lists' deltas looked up by key (sift.refresh_lexical_stats turns
+-- nested loops off for its batch statements: then every delta row of the
+-- collection was scanned and hashed, 27 ms at 30,000 chunks).
+set enable_nestloop = on
+as $$
+    -- A write statement leaves one delta row for each list it adds to, and a
+    -- search reads every row of its terms' deltas, each an index entry and an
+    -- unnest of its own: after 300 one-document writes at 30,000 chunks a
+    -- common term had 244 rows, and common-term searches took 1.15-1.25x the
+    -- time they took with each term's entries in one row (bench/README). A
+    -- delta of 32 rows or more becomes one row, with the same entries, so a
+    -- search sums the same. The lists are found by their count of rows
+    -- (delta_rows, folded from the writers' pending rows), no delta read; of
+    -- those in grew unless whole. The caller holds the collection's list
+    -- lock, so no writer adds a row meanwhile.
+    with due as (
+        select l.lexeme
+        from sift.term_lists l
+        where l.collection_id = _compact_deltas.collection_id and (whole or l.lexeme = any (grew))
+          and l.delta_rows >= 32
+    ), gone as (
+        delete from sift.term_deltas d
+        using due
+        where d.collection_id = _compact_deltas.collection_id and d.lexeme = due.lexeme
+        returning d.lexeme, d.chunk_ids, d.tfs, d.dls
+    ), merged as (
+        insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls)
+        select _compact_deltas.collection_id, g.lexeme, pg_catalog.array_agg(u.chunk_id order by u.chunk_id),
+               pg_catalog.array_agg(u.tf order by u.chunk_id), pg_catalog.array_agg(u.dl order by u.chunk_id)
+        from gone g
+        cross join lateral unnest(g.chunk_ids, g.tfs, g.dls) as u(chunk_id, tf, dl)
+        group by g.lexeme
+        returning lexeme
+    ), counted as (
+        update sift.term_lists l set delta_rows = 1
+        from merged m
+        where l.collection_id = _compact_deltas.collection_id and l.lexeme = m.lexeme
+        returning 1
+    )
+    select pg_catalog.count(*)::integer from counted
+$$;
+comment on function sift._compact_deltas(bigint, boolean, text[]) is
+    'Internal, writes (sift.refresh_lexical_stats): merges the rows of every list delta of 32 rows or '
+    'more (delta_rows) into one, so a search reads one row where a write statement each left one; '
+    'looks only at the lists in grew unless whole; returns how many deltas it merged.';
 
 
 create or replace function sift._analyze(work_table regclass)

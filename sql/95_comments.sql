@@ -786,6 +786,9 @@ comment on column sift.term_lists.built_at is
 comment on column sift.term_lists.delta_entries is
     'Entries waiting in the list''s delta (sift.term_deltas), as folded by sift.refresh_lexical_stats; '
     'the list is merged with them once they reach max(100, a quarter of entries).';
+comment on column sift.term_lists.delta_rows is
+    'Rows the list''s delta holds (sift.term_deltas: one a write statement that added to it), as folded '
+    'by sift.refresh_lexical_stats, which merges them into one row once there are 32.';
 
 comment on table sift.vector_spaces is
     'The embedding spaces of a collection: the built-in one (sift.chunks.embedding) and any added with '

@@ -130,13 +130,15 @@ def list_lengths(db) -> dict[str, int]:
 
 
 def assert_delta_counts(db) -> None:
-    """Each list's delta_entries (what refreshes folded from the writers' pending rows) is what
-    its delta holds, once every pending row is folded."""
+    """Each list's delta_entries and delta_rows (what refreshes folded from the writers'
+    pending rows) are what its delta holds, once every pending row is folded."""
     assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 0
-    counted = dict(db.execute("select lexeme, delta_entries from sift.term_lists").fetchall())
-    held = dict(db.execute("select lexeme, sum(cardinality(chunk_ids)) from sift.term_deltas "
-                           "group by 1").fetchall())
-    assert counted == {t: held.get(t, 0) for t in counted}
+    counted = {t: (e, r) for t, e, r in
+               db.execute("select lexeme, delta_entries, delta_rows from sift.term_lists").fetchall()}
+    held = {t: (e, r) for t, e, r in
+            db.execute("select lexeme, sum(cardinality(chunk_ids)), count(*) from sift.term_deltas "
+                       "group by 1").fetchall()}
+    assert counted == {t: held.get(t, (0, 0)) for t in counted}
     assert set(held) <= set(counted)
 
 
@@ -337,6 +339,7 @@ def test_0019_counts_the_deltas_and_pending_rows_it_finds(client, db):
     assert len(updates) == 2
     for statement in updates:
         db.execute(statement)
+    count_delta_rows(db)                                         # (0027 after it)
     counted = dict(db.execute("select lexeme, delta_entries from sift.term_lists "
                               "where delta_entries > 0").fetchall())
     assert counted == before
@@ -352,6 +355,51 @@ def test_0019_counts_the_deltas_and_pending_rows_it_finds(client, db):
     db.execute("insert into sift.term_df_pending (collection_id, bucket, lexemes, counts, delta_lexemes, "
                "delta_entries) values (%s, 0, '{}', '{}', '{w000, w001}', '{1}')", [col.collection_id])
     db.execute("select * from sift.refresh_lexical_stats('c')")
+
+
+def test_a_delta_of_many_write_statements_is_read_as_one_row(client, db):
+    """Each write statement leaves its own delta row in every list it adds to, and a search
+    reads them all; a refresh merges a delta of 32 rows or more into one row (the lists found
+    by their count of rows, delta_rows), with the same entries, so rankings stay exact."""
+    rng, col = seeded_collection(client, seed=16, docs=300)
+    build_lists(db, 150)
+    write_chunks(db, rng, col.collection_id, 60, 40, "new")          # 60 statements, no refresh
+    rows_of = "select lexeme, count(*) from sift.term_deltas group by 1"
+    entries_of = "select lexeme, sum(cardinality(chunk_ids)) from sift.term_deltas group by 1"
+    before_rows = dict(db.execute(rows_of).fetchall())
+    before_entries = dict(db.execute(entries_of).fetchall())
+    assert max(before_rows.values()) >= 32
+    # the lists the refresh merges into their blocks (a quarter of the list) apart
+    kept = {t for t, e in before_entries.items() if e < 100}
+    assert any(before_rows[t] >= 32 for t in kept)                   # some to merge into one row
+    assert_oracle(client, db, col, rng, 5)
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
+               "list_fraction => 0)")
+    after_rows = dict(db.execute(rows_of).fetchall())
+    after_entries = dict(db.execute(entries_of).fetchall())
+    assert max(after_rows.values()) < 32
+    for t in kept:
+        assert after_entries[t] == before_entries[t]                 # the same entries ...
+        assert after_rows[t] == (1 if before_rows[t] >= 32 else before_rows[t])   # ... in one row
+    assert_delta_counts(db)
+    assert_oracle(client, db, col, rng, 10)
+    # Migration 0027 counts the rows of the deltas that exist when it runs, less those of
+    # statements still pending, whose fold adds them.
+    write_chunks(db, rng, col.collection_id, 5, 40, "late")
+    count_delta_rows(db)
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
+               "list_fraction => 0)")
+    assert_delta_counts(db)
+
+
+def count_delta_rows(db) -> None:
+    """Migration 0027's count of each list's delta rows, over lists as an earlier version left
+    them (no count)."""
+    db.execute("update sift.term_lists set delta_rows = 0")
+    migration = next(m for m in pgsift.schema.migration_files() if m.version == "0027_delta_rows")
+    updates = [st for st in migration.text.split(";") if re.search(r"^update sift\.", st, re.M)]
+    assert len(updates) == 1
+    db.execute(updates[0])
 
 
 PENDING_TOTALS = """
@@ -444,6 +492,7 @@ def test_0020_splits_the_pending_rows_it_finds(client, db):
     assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == db.execute(
         "select count(distinct (o.writes, sift._pending_bucket(u.l))) from old_rows o, unnest(o.lexemes) u(l)"
     ).fetchone()[0] >= 32
+    count_delta_rows(db)                                         # (0027 after it)
     assert_oracle(client, db, col, rng, 10)
     db.execute("select * from sift.refresh_lexical_stats('c')")
     assert_delta_counts(db)
