@@ -14,10 +14,12 @@ comment on column sift.term_lists.delta_rows is
     'by sift.refresh_lexical_stats, which merges them into one row once there are 32.';
 
 update sift.term_lists l
-set delta_rows = d.n - coalesce((select count(*)::integer
-                                 from sift.term_df_pending p, unnest(p.delta_lexemes, p.delta_entries) u(lexeme, n)
-                                 where p.collection_id = d.collection_id and u.lexeme = d.lexeme and u.n > 0), 0)
+set delta_rows = d.n - coalesce(p.n, 0)
 from (select d.collection_id, d.lexeme, count(*)::integer as n
       from sift.term_deltas d
       group by 1, 2) d
+left join (select p.collection_id, u.lexeme, count(*)::integer as n
+           from sift.term_df_pending p, unnest(p.delta_lexemes, p.delta_entries) u(lexeme, n)
+           where u.n > 0
+           group by 1, 2) p on p.collection_id = d.collection_id and p.lexeme = d.lexeme
 where l.collection_id = d.collection_id and l.lexeme = d.lexeme;
