@@ -387,13 +387,19 @@ comment on function sift._merge_deltas(bigint, integer, double precision, boolea
 
 create or replace function sift._compact_deltas(collection_id bigint, whole boolean, grew text[])
 returns integer
-language sql volatile security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, pg_temp
--- A few lists' deltas looked up by key (sift.refresh_lexical_stats turns
--- nested loops off for its batch statements: then every delta row of the
--- collection was scanned and hashed, 27 ms at 30,000 chunks).
+-- Planned for this call's lists (a generic plan read every list of the
+-- collection), a few deltas looked up by key (sift.refresh_lexical_stats
+-- turns nested loops off for its batch statements: then every delta row of
+-- the collection was scanned and hashed, 27 ms at 30,000 chunks).
+set plan_cache_mode = force_custom_plan
 set enable_nestloop = on
 as $$
+#variable_conflict use_column
+declare
+    merged integer;
+begin
     -- A write statement leaves one delta row for each list it adds to, and a
     -- search reads every row of its terms' deltas, each an index entry and an
     -- unnest of its own: after 300 one-document writes at 30,000 chunks a
@@ -414,21 +420,26 @@ as $$
         using due
         where d.collection_id = _compact_deltas.collection_id and d.lexeme = due.lexeme
         returning d.lexeme, d.chunk_ids, d.tfs, d.dls
-    ), merged as (
+    ), rows as (
+        -- (One order for the three arrays, so an entry's tf and dl stay with it.)
         insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls)
-        select _compact_deltas.collection_id, g.lexeme, pg_catalog.array_agg(u.chunk_id order by u.chunk_id),
-               pg_catalog.array_agg(u.tf order by u.chunk_id), pg_catalog.array_agg(u.dl order by u.chunk_id)
+        select _compact_deltas.collection_id, g.lexeme,
+               pg_catalog.array_agg(u.chunk_id order by u.chunk_id, u.tf, u.dl),
+               pg_catalog.array_agg(u.tf order by u.chunk_id, u.tf, u.dl),
+               pg_catalog.array_agg(u.dl order by u.chunk_id, u.tf, u.dl)
         from gone g
         cross join lateral unnest(g.chunk_ids, g.tfs, g.dls) as u(chunk_id, tf, dl)
         group by g.lexeme
         returning lexeme
     ), counted as (
         update sift.term_lists l set delta_rows = 1
-        from merged m
+        from rows m
         where l.collection_id = _compact_deltas.collection_id and l.lexeme = m.lexeme
         returning 1
     )
-    select pg_catalog.count(*)::integer from counted
+    select pg_catalog.count(*)::integer into merged from counted;
+    return merged;
+end;
 $$;
 comment on function sift._compact_deltas(bigint, boolean, text[]) is
     'Internal, writes (sift.refresh_lexical_stats): merges the rows of every list delta of 32 rows or '
