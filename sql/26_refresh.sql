@@ -297,8 +297,8 @@ $$;
 comment on function sift._fold_pending(bigint, integer, boolean, boolean) is
     'Internal, writes (sift.refresh_lexical_stats): folds a collection''s pending BM25 counts into '
     'exact df (sift.term_df) and its chunk and token totals (with the min_df the lists are built under '
-    'and whether a caller chose it), and the entries the writers added to '
-    'each list''s delta into delta_entries; returns the terms it changed and by how much, the lists '
+    'and whether a caller chose it), and the entries and rows the writers added to '
+    'each list''s delta into delta_entries and delta_rows; returns the terms it changed and by how much, the lists '
     'whose deltas grew, and whether the lists'' pass should consider every term.';
 
 
