@@ -374,6 +374,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                              "'alpha', null, 10, '{}')", [col_id, col_id])),
         ("forged_gather", one("select sift._gather_list_entries(%s, 100)", [col_id])),
         ("forged_write_lists", one("select sift._write_lists(%s)", [col_id])),
+        ("forged_compact_deltas", one("select sift._compact_deltas(%s, true, null)", [col_id])),
         ("forged_text_matches", rows("select unnest(sift._text_matches(%s, 'alpha | bravo'::tsquery)) as chunk_id",
                                      [col_id])),
         ("forged_text_matches_role", rows("select unnest(sift._text_matches(%s, 'alpha'::tsquery, %s)) as chunk_id",
@@ -578,6 +579,33 @@ def test_a_binding_left_on_a_pooled_connection_is_never_inherited(db, connect_as
     with pytest.raises(psycopg.Error):
         gateway.execute("select * from sift.collection_info()")        # gone with it
     assert [c.name for c in Client(gateway, tenant="globex").list_collections()] == ["globex-c"]
+
+
+def test_a_delta_merge_reaches_only_its_own_tenants_lists(db, connect_as, tenants):
+    """sift._compact_deltas runs as its caller: given another tenant's collection, a writer's
+    call merges nothing there (row-level security hides its lists and deltas) and a reader's is
+    refused; the owner's writer merges the same delta."""
+    col_id, lexeme = db.execute(
+        "select l.collection_id, l.lexeme from sift.term_lists l join sift.collections c using (collection_id) "
+        "where c.tenant = 'globex' and c.name = 'docs' order by l.lexeme limit 1").fetchone()
+    chunk_id = db.execute("select min(chunk_id) from sift.chunks where collection_id = %s", [col_id]).fetchone()[0]
+    for _ in range(40):
+        db.execute("insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls) "
+                   "values (%s, %s, array[%s]::bigint[], '{1}', '{10}')", [col_id, lexeme, chunk_id])
+    db.execute("update sift.term_lists set delta_rows = (select count(*) from sift.term_deltas d "
+               "where d.collection_id = %s and d.lexeme = %s) where collection_id = %s and lexeme = %s",
+               [col_id, lexeme, col_id, lexeme])
+    rows = "select count(*) from sift.term_deltas where collection_id = %s and lexeme = %s"
+    held = db.execute(rows, [col_id, lexeme]).fetchone()[0]
+    assert held >= 40
+    call = "select sift._compact_deltas(%s, true, null)"
+    assert connect_as(role_name("acme", "writer")).execute(call, [col_id]).fetchone()[0] == 0
+    with pytest.raises(psycopg.Error) as refused:
+        connect_as(role_name("acme", "reader")).execute(call, [col_id])
+    assert refused.value.sqlstate == "42501"
+    assert db.execute(rows, [col_id, lexeme]).fetchone()[0] == held
+    assert connect_as(role_name("globex", "writer")).execute(call, [col_id]).fetchone()[0] >= 1
+    assert db.execute(rows, [col_id, lexeme]).fetchone()[0] == 1
 
 
 @pytest.mark.parametrize("prepare", [False, True])
