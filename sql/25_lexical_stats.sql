@@ -118,6 +118,31 @@ create or replace trigger chunks_stats_update after update on sift.chunks
     for each statement execute function sift._chunks_stats();
 
 
+create or replace function sift._term_lists_gone()
+returns trigger
+language plpgsql volatile security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    -- A list's delta goes with it, once per statement (a refresh drops or
+    -- rebuilds thousands of lists in one). Not a foreign key: its check ran
+    -- for every delta row a writer added, locking the list's row each time
+    -- (migration 0028). Fired for a collection's cascade too, as its owner.
+    delete from sift.term_deltas d
+    using (select distinct g.collection_id, g.lexeme from gone_lists g) g
+    where d.collection_id = g.collection_id and d.lexeme = g.lexeme;
+    return null;
+end;
+$$;
+comment on function sift._term_lists_gone() is
+    'Trigger: deletes the deltas (sift.term_deltas) of the impact lists a statement deleted.';
+
+-- create or replace: re-applying it never locks out readers (PostgreSQL 14+).
+create or replace trigger term_lists_gone after delete on sift.term_lists
+    referencing old table as gone_lists
+    for each statement execute function sift._term_lists_gone();
+
+
 create or replace function sift._write_lists(collection_id bigint)
 returns integer
 language plpgsql volatile security invoker

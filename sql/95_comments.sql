@@ -716,7 +716,8 @@ comment on column sift.term_blocks.dls is
 
 comment on table sift.term_deltas is
     'Chunks written since a list was built that beat its floor: one row per writing statement and '
-    'term, read with the list and merged into its blocks by a refresh.';
+    'term, read with the list and merged into its blocks by a refresh; deleted with the list '
+    '(sift._term_lists_gone).';
 comment on column sift.term_deltas.collection_id is
     'The collection.';
 comment on column sift.term_deltas.lexeme is

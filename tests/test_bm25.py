@@ -305,8 +305,12 @@ def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
     assert_delta_counts(db)
     # a re-analysed chunk (new context) takes its terms' lists with it until the refresh
     target = db.execute("select chunk_id from sift.chunks order by chunk_id desc limit 1").fetchone()[0]
+    write_chunks(db, rng, col.collection_id, 5, 40, "later")
+    assert db.execute("select count(*) from sift.term_deltas where lexeme in ('w000', 'w001')").fetchone()[0] > 0
     db.execute("update sift.chunks set context = 'w000 w000 w000 w001' where chunk_id = %s", [target])
     assert db.execute("select count(*) from sift.term_lists where lexeme in ('w000', 'w001')").fetchone()[0] == 0
+    # (their deltas with them: sift._term_lists_gone, where a foreign key cascaded)
+    assert db.execute("select count(*) from sift.term_deltas where lexeme in ('w000', 'w001')").fetchone()[0] == 0
     assert_oracle(client, db, col, rng, 10)
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
                "list_fraction => 0)")
@@ -642,6 +646,9 @@ def test_dropping_a_collection_leaves_no_statistics(client, db):
     client.create_collection("c", embedding_dims=DIMS)
     client.upsert_documents("c", corpus(np.random.default_rng(1), 20))
     db.execute("select * from sift.refresh_lexical_stats('c', min_df => 2)")
+    # a write after the refresh leaves list deltas, which go with their lists
+    client.upsert_documents("c", corpus(np.random.default_rng(2), 5, prefix="late"))
+    assert db.execute("select count(*) from sift.term_deltas").fetchone()[0] > 0
     client.drop_collection("c")
     for table in ("collection_lexical_stats", "term_df", "term_df_pending", "term_lists", "term_blocks",
                   "term_deltas"):
