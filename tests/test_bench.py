@@ -554,8 +554,16 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
                 "client_one_over_plain"):
         assert result[key] > 0
     assert result["live_rounds"] == 3   # pgsift and the plain table in turn, after both loads
+    # the floor (the operator owns sift.chunks): pgsift's writes with no BM25 upkeep, in turn too
+    assert result["floor_ingest_chunks_per_s"] > 0 and result["floor_one_over_plain"] > 0
     # the live writes were removed again, on both sides
     assert db.execute("select count(*) from sift.chunks").fetchone()[0] == 2_000
+    # ... and the floor's were never counted: the statistics hold the 2,000 chunks, the triggers
+    # are on again, and nothing is pending
+    assert db.execute("select sum(chunks) from sift.collection_lexical_stats").fetchone()[0] == 2_000
+    assert db.execute("select count(*) from sift.term_df_pending").fetchone()[0] == 0
+    assert db.execute("select count(*) from pg_trigger where tgrelid = 'sift.chunks'::regclass"
+                      " and tgname like 'chunks_stats_%' and tgenabled = 'O'").fetchone()[0] == 3
     assert result["plain_hnsw_build_s"] >= 0   # (2,000 rows: a fraction of a second)
     table = scale_table(result)
     assert "raw_pgvector" in table and "supabase_hybrid" in table and "p50/raw" in table
@@ -563,6 +571,7 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
     assert "raw_hits" in table and "p50/raw_hits" in table
     assert "plain table, same rows" in table and "of its rate" in table and "(pgsift " in table
     assert "a document a call" in table and "median of 3 rounds in turn" in table
+    assert "the floor, a document a call" in table
     # the refresh line says how many lists there are, and from which chunk count on (by the
     # collection's size: 20 under 200,000 chunks)
     assert result["lists"] > 0 and result["lists_min_df"] == 20

@@ -220,6 +220,16 @@ PLAIN_INDEXES = ("create index on pgsift_peers.plain_chunks using gin (fts)",)
 PLAIN_COPY = "copy pgsift_peers.plain_chunks (document_id, ordinal, content, embedding) from stdin (format binary)"
 PLAIN_HNSW = "create index on pgsift_peers.plain_chunks using hnsw (embedding @extschema:vector@.vector_cosine_ops)"
 PLAIN_ANALYZE = "vacuum analyze pgsift_peers.plain_chunks"
+# pgsift's write path with no BM25 upkeep (bench scale's floor): the statistics triggers off
+# while it writes and deletes its documents (the table's owner only; it locks sift.chunks).
+BENCH_OWNS_CHUNKS = """
+select pg_catalog.pg_has_role(current_user, c.relowner, 'USAGE')
+from pg_catalog.pg_class c where c.oid = 'sift.chunks'::pg_catalog.regclass
+"""
+BENCH_STATS_TRIGGERS_OFF = ("alter table sift.chunks disable trigger chunks_stats_insert, "
+                            "disable trigger chunks_stats_delete, disable trigger chunks_stats_update")
+BENCH_STATS_TRIGGERS_ON = ("alter table sift.chunks enable trigger chunks_stats_insert, "
+                           "enable trigger chunks_stats_delete, enable trigger chunks_stats_update")
 PLAIN_DELETE = "delete from pgsift_peers.plain_chunks where document_id = any (%(ids)s::bigint[])"
 PLAIN_INSERT = """
 insert into pgsift_peers.plain_chunks (document_id, ordinal, content, embedding)

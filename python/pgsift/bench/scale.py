@@ -10,8 +10,9 @@ at the dense leg's, hnsw_ef_search) and the peers' SQL (Supabase's
 hybrid_search, full text ranked by ts_rank_cd) over a view of the same chunks
 (pgsift.bench.peers), all in turn query by query, each p50 also as a ratio of
 raw pgvector's. Also reports
-ingest throughput with statistics maintenance on, and the storage BM25 adds
-next to the plain tsvector + GIN baseline.
+ingest throughput with statistics maintenance on, beside a plain table with the
+same indexes and beside the floor (pgsift's writes with no BM25 upkeep at all),
+and the storage BM25 adds next to the plain tsvector + GIN baseline.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ CHUNKS_PER_DOC = 20
 BATCH_CHUNKS = 10_000    # chunks per COPY (one transaction, one statistics row); whole documents
 COLLECTION = "scale"
 LIVE_ROUNDS = 3          # live writes into pgsift and the plain table, in turn
+# Each side's runs by the names results have always carried.
+LIVE_KEYS = {"pgsift_ingest": "client_ingest", "pgsift_one": "client_one", "plain_ingest": "plain_live",
+             "plain_one": "plain_one", "floor_ingest": "floor_ingest", "floor_one": "floor_one"}
+NO_REFRESH = 2**31 - 1   # a refresh_backlog never reached: the floor side refreshes nothing
 
 
 def _word(rank: int) -> str:
@@ -187,20 +192,32 @@ def finish(conn: psycopg.Connection[Any]) -> dict[str, Any]:
             "lists_min_df": min_df}
 
 
-def _client_ingest(conn: psycopg.Connection[Any], documents: list[Document], per_call: int) -> float:
+def _client_ingest(conn: psycopg.Connection[Any], documents: list[Document], per_call: int, *,
+                   floor: bool = False) -> float:
     """Write through Client.upsert_documents onto the loaded collection (lists in
     place, so their deltas are maintained), `per_call` documents a call, refresh
     included: the ones the client runs and a last one for what the calls left
-    pending; chunks per second. Then removed again (untimed)."""
-    client = Client(conn)
-    t0 = time.perf_counter()
-    for start in range(0, len(documents), per_call):
-        client.upsert_documents(COLLECTION, documents[start:start + per_call], batch_documents=BATCH_DOCUMENTS)
-    client.refresh_lexical_stats(COLLECTION)
-    seconds = time.perf_counter() - t0
-    for doc in documents:
-        client.delete_document(COLLECTION, doc.source_uri)
-    client.refresh_lexical_stats(COLLECTION)
+    pending; chunks per second. Then removed again (untimed). floor: pgsift's
+    write path with no BM25 upkeep at all (the statistics triggers off, no
+    refresh), written and removed that way, so no statistics ever count them:
+    the most any lagging of the statistics could give (issue 33, decision 3)."""
+    client = Client(conn, refresh_backlog=NO_REFRESH) if floor else Client(conn)
+    if floor:
+        conn.execute(q.BENCH_STATS_TRIGGERS_OFF)
+    try:
+        t0 = time.perf_counter()
+        for start in range(0, len(documents), per_call):
+            client.upsert_documents(COLLECTION, documents[start:start + per_call], batch_documents=BATCH_DOCUMENTS)
+        if not floor:
+            client.refresh_lexical_stats(COLLECTION)
+        seconds = time.perf_counter() - t0
+        for doc in documents:
+            client.delete_document(COLLECTION, doc.source_uri)
+        if not floor:
+            client.refresh_lexical_stats(COLLECTION)
+    finally:
+        if floor:
+            conn.execute(q.BENCH_STATS_TRIGGERS_ON)
     return len(documents) * CHUNKS_PER_DOC / seconds
 
 
@@ -219,26 +236,31 @@ def _plain_ingest(conn: psycopg.Connection[Any], documents: list[Document], per_
 def _live(conn: psycopg.Connection[Any], documents: list[Document], one_by_one: list[Document],
           first_id: int | None) -> dict[str, Any]:
     """Live writes, pgsift and (first_id given) the plain table in turn, LIVE_ROUNDS
-    rounds, the side that goes first alternating, after both bulk loads (the one
+    rounds, the side that goes first rotating, after both bulk loads (the one
     loaded last would otherwise write while the other's load is still being
     flushed): `documents` in one call, then `one_by_one` a document a call. Medians
-    of the rounds, and of each round's pgsift / plain."""
-    runs: dict[str, list[float]] = {k: [] for k in ("client_ingest", "plain_live", "client_one", "plain_one")}
+    of the rounds, and of each round's pgsift / plain. Beside the plain table, when
+    this role owns sift.chunks, a third side: pgsift with no BM25 upkeep (the floor,
+    _client_ingest)."""
+    sides = ["pgsift"]
+    if first_id is not None:
+        sides += ["floor", "plain"] if _one(conn, q.BENCH_OWNS_CHUNKS) else ["plain"]
+    runs: dict[str, list[float]] = {f"{side}_{k}": [] for side in sides for k in ("ingest", "one")}
     for r in range(LIVE_ROUNDS):
-        sides: list[int | None] = [None] if first_id is None else [None, first_id]   # None: pgsift
-        for ident in sides if r % 2 == 0 else sides[::-1]:
-            if ident is None:
-                runs["client_ingest"].append(_client_ingest(conn, documents, len(documents)))
-                runs["client_one"].append(_client_ingest(conn, one_by_one, 1))
+        for side in sides[r % len(sides):] + sides[:r % len(sides)]:
+            if side == "plain" and first_id is not None:
+                runs["plain_ingest"].append(_plain_ingest(conn, documents, len(documents), first_id))
+                runs["plain_one"].append(_plain_ingest(conn, one_by_one, 1, first_id + len(documents)))
             else:
-                runs["plain_live"].append(_plain_ingest(conn, documents, len(documents), ident))
-                runs["plain_one"].append(_plain_ingest(conn, one_by_one, 1, ident + len(documents)))
-    out: dict[str, Any] = {f"{k}_chunks_per_s": round(statistics.median(v), 1) for k, v in runs.items() if v}
+                runs[f"{side}_ingest"].append(_client_ingest(conn, documents, len(documents), floor=side == "floor"))
+                runs[f"{side}_one"].append(_client_ingest(conn, one_by_one, 1, floor=side == "floor"))
+    out: dict[str, Any] = {f"{LIVE_KEYS[k]}_chunks_per_s": round(statistics.median(v), 1) for k, v in runs.items()}
     if first_id is not None:
         out["live_rounds"] = LIVE_ROUNDS
-        for ours, theirs in (("client_ingest", "plain_live"), ("client_one", "plain_one")):
-            out[f"{ours}_over_plain"] = round(statistics.median(
-                a / b for a, b in zip(runs[ours], runs[theirs], strict=True)), 3)
+        for side in sides[:-1]:
+            for k in ("ingest", "one"):
+                out[f"{LIVE_KEYS[f'{side}_{k}']}_over_plain"] = round(statistics.median(
+                    a / b for a, b in zip(runs[f"{side}_{k}"], runs[f"plain_{k}"], strict=True)), 3)
     return out
 
 
@@ -432,12 +454,17 @@ def format_table(result: dict[str, Any]) -> str:
              "Client.upsert_documents onto it (lists maintained, refresh included)",
              "the plain table, same documents, indexes live"),
             ("client_one", "plain_one",
-             "a document a call (its own transaction; refresh included)", "the plain table, same documents")):
+             "a document a call (its own transaction; refresh included)", "the plain table, same documents"),
+            ("floor_ingest", "plain_live",
+             "the floor: the same writes with no BM25 upkeep (statistics triggers off, no refresh)",
+             "the plain table"),
+            ("floor_one", "plain_one", "the floor, a document a call", "the plain table")):
         if f"{ours}_chunks_per_s" in result:
             line = f"{what}: {result[f'{ours}_chunks_per_s']:,} chunks/s"
+            side = "the floor" if ours.startswith("floor") else "pgsift"
             if f"{theirs}_chunks_per_s" in result:
                 line += (f"; {plain_what}: {result[f'{theirs}_chunks_per_s']:,} chunks/s "
-                         f"(pgsift at {result[f'{ours}_over_plain']:.2f} of its rate, median of "
+                         f"({side} at {result[f'{ours}_over_plain']:.2f} of its rate, median of "
                          f"{result['live_rounds']} rounds in turn)")
             lines.append(line)
     ef = result.get("leg_ef_search")
