@@ -223,7 +223,8 @@ def test_every_system_runs_in_turn_and_only_the_search_is_timed(toy: Path, monke
 
     runs = {"a": system("a", 1), "b": system("b", 2), "c": system("c", 3)}
     lists, modes = quality._time_in_turns(runs, {"b": (hook("<"), hook(">"))}, [0, 1, 0], data, 10, 100)
-    # One untimed warm-up each, then every query through all three, the order rotating.
+    # One untimed warm-up each, then every query through all three, the order changing
+    # (turns.turn_order: for three systems, its first three orders rotate).
     assert log == ["a0", "<", "b0", ">", "c0",
                    "a0", "<", "b0", ">", "c0",
                    "<", "b1", ">", "c1", "a1",
@@ -233,6 +234,27 @@ def test_every_system_runs_in_turn_and_only_the_search_is_timed(toy: Path, monke
     # Each query's ranking scored against its own judgments (q1: d3 relevant, q2: d2).
     assert lists["a"] == [["d3"], ["d2"], ["d3"]]
     assert modes["a"]["ndcg@10"] == pytest.approx(1.0) and modes["c"]["recall@100"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 8])
+def test_turn_orders_put_every_system_after_every_other_alike(n: int):
+    # A Williams design: over its rows (n, or 2n when n is odd) every order holds each
+    # system once, each system stands in every place alike, and each follows every other
+    # alike, so no system always runs right after the same one (and finds what that one
+    # just read in the CPU's caches).
+    from collections import Counter
+    from itertools import pairwise
+
+    from pgsift.bench.turns import turn_order
+    rows = n if n % 2 == 0 else 2 * n
+    orders = [turn_order(n, t) for t in range(rows)]
+    assert all(sorted(o) == list(range(n)) for o in orders)
+    assert turn_order(n, rows) == orders[0]   # and again from the first
+    places = Counter((s, p) for o in orders for p, s in enumerate(o))
+    assert set(places) == {(s, p) for s in range(n) for p in range(n)} and len(set(places.values())) == 1
+    after = Counter(pair for o in orders for pair in pairwise(o))
+    assert set(after) == {(a, b) for a in range(n) for b in range(n) if a != b}
+    assert len(set(after.values())) <= 1
 
 
 # -- ingest and row-level security benchmarks ------------------------------------------------

@@ -32,6 +32,7 @@ import psycopg
 from ..client import Client
 from ..models import Chunk, Document
 from . import queries
+from .turns import turn_order
 
 TENANT = "pgsift-bench"
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -52,15 +53,16 @@ def _stats(samples: list[float]) -> dict[str, float]:
 
 def time_in_turns(calls: Mapping[str, Callable[[], object]], repeats: int,
           warmup: int = 3) -> dict[str, dict[str, float]]:
-    """Median and p95 per call. The calls take turns (a rotating order each round), so a
-    noisy machine slows them all alike instead of whichever ran during the noise."""
+    """Median and p95 per call. The calls take turns (turns.turn_order: each round in
+    another order, each call after every other alike), so a noisy machine slows them all
+    alike instead of whichever ran during the noise."""
     for _ in range(warmup):
         for call in calls.values():
             call()
     labels = list(calls)
     samples: dict[str, list[float]] = {label: [] for label in labels}
     for r in range(repeats):
-        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+        for label in (labels[k] for k in turn_order(len(labels), r)):
             t0 = time.perf_counter()
             calls[label]()
             samples[label].append(time.perf_counter() - t0)

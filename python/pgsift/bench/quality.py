@@ -85,7 +85,8 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
     warm-up search per mode). With ``peers_too`` the peers' SQL runs too
     (:mod:`pgsift.bench.peers`; skipped with the reason where it cannot run), and every
     p50 is also a ratio of pgvector's. Every mode and peer runs in turn on each query,
-    in an order rotated from query to query, so all are timed under the same load.
+    in an order changed from query to query (turns.turn_order), so all are timed under
+    the same load.
     """
     knobs = dict(knobs or {})
     if "hybrid" in knobs:
@@ -137,7 +138,7 @@ def run_quality(conn: psycopg.Connection[Any], dataset: Path, *, model: str | No
                                    top_k=depth, hybrid=True, **knobs)
         return [hit.source_uri for hit in result]
 
-    # Every system in turn on each query, the order rotating from query to query, so
+    # Every system in turn on each query, the order changing from query to query, so
     # that none is timed only while the machine is busy or the cache cold (timed one
     # system after another, the first measured right after the ingest could run at
     # twice the time of the same searches later).
