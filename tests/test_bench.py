@@ -571,6 +571,11 @@ def test_run_scale_times_pgsift_beside_the_peers(db, monkeypatch):
         assert m["raw_hits"]["p50"] > 0
         assert m["over_raw_hits_p50"]["hybrid"] == pytest.approx(
             m["hybrid"]["p50"] / m["raw_hits"]["p50"], rel=0.02)
+        # recall@10 of the chunks exhaustive BM25 returns: a top 10 equal to it is 1, also where
+        # fewer than 10 chunks match (rare terms at 2,000 chunks)
+        ex = m["top10_equal_exhaustive"]
+        assert 0 <= ex["recall_at_10"] <= 1
+        assert ex["identical"] != "1/1" or ex["recall_at_10"] == 1.0
     for key in ("plain_load_chunks_per_s", "plain_live_chunks_per_s", "client_ingest_chunks_per_s",
                 "client_one_chunks_per_s", "plain_one_chunks_per_s", "client_ingest_over_plain",
                 "client_one_over_plain"):
