@@ -349,6 +349,9 @@ set enable_nestloop = off
 set plan_cache_mode = force_custom_plan
 as $$
 #variable_conflict use_column
+declare
+    due    text[];
+    merged integer;
 begin
     -- Deltas of a block or a quarter of their list, whichever is more, are
     -- merged into their lists' blocks (same reference, so no chunk is read;
@@ -357,30 +360,80 @@ begin
     -- (A delta only grows when a chunk holding its term is written, and that
     -- statement's pending row says by how much: sift._fold_pending added it
     -- to delta_entries.)
-    insert into sift.list_build_plan
-    -- (Each due list's df looked up by key: joined, every term's df was
-    -- hashed for the few lists due, 0.2 s at 450,000 terms.)
-    select _merge_deltas.collection_id, l.lexeme,
-           greatest(list_size, ceil(coalesce((select t.df from sift.term_df t
-                                              where t.collection_id = l.collection_id and t.lexeme = l.lexeme), 0)
-                                    * list_fraction))::integer,
-           l.floor_impact, l.avgdl_ref, l.k1_ref, l.b_ref, l.chunks_ref, l.deleted_ref
-    from sift.term_lists l
-    where l.collection_id = _merge_deltas.collection_id and (whole or l.lexeme = any (grew))
-      and l.delta_entries >= greatest(100, l.entries / 4);
-    insert into sift.list_build_entries (collection_id, lexeme, chunk_id, tf, dl)
-    select _merge_deltas.collection_id, b.lexeme, u.chunk_id, u.tf, u.dl
-    from sift.list_build_plan p
-    join sift.term_blocks b on b.collection_id = p.collection_id and b.lexeme = p.lexeme
-    cross join lateral unnest(b.chunk_ids, b.tfs, b.dls) as u(chunk_id, tf, dl)
-    where p.collection_id = _merge_deltas.collection_id
-    union all
-    select _merge_deltas.collection_id, d.lexeme, u.chunk_id, u.tf, u.dl
-    from sift.list_build_plan p
-    join sift.term_deltas d on d.collection_id = p.collection_id and d.lexeme = p.lexeme
-    cross join lateral unnest(d.chunk_ids, d.tfs, d.dls) as u(chunk_id, tf, dl)
-    where p.collection_id = _merge_deltas.collection_id;
-    return sift._write_lists(_merge_deltas.collection_id);
+    due := array(select l.lexeme from sift.term_lists l
+                 where l.collection_id = _merge_deltas.collection_id and (whole or l.lexeme = any (grew))
+                   and l.delta_entries >= greatest(100, l.entries / 4));
+    if cardinality(due) = 0 then
+        return 0;
+    end if;
+    -- One statement: each due list's blocks and delta taken out (returning
+    -- their entries), ranked again at the list's reference, and written back
+    -- as its new blocks; the list's row keeps its reference and takes its new
+    -- floor and count. (The new blocks reuse the old ones' keys: a row this
+    -- statement deleted no longer holds its key. Every entry is read out
+    -- before the first block is written: the ranking sorts them all first.)
+    -- Through the work tables and a new list row, as sift._write_lists
+    -- builds a list, the same merges took 4.5x as long (133 ms against 29 a
+    -- refresh of ten one-document writes at 30,000 chunks): each entry was
+    -- written to and deleted from sift.list_build_entries, that table
+    -- analysed, and each old block deleted by the list's cascade.
+    with plan as materialized (
+        -- (Each due list's df looked up by key: joined, every term's df was
+        -- hashed for the few lists due, 0.2 s at 450,000 terms.)
+        select l.lexeme, l.floor_impact as floor_min, l.avgdl_ref, l.k1_ref, l.b_ref,
+               greatest(list_size, ceil(coalesce((select t.df from sift.term_df t
+                                                  where t.collection_id = l.collection_id and t.lexeme = l.lexeme), 0)
+                                        * list_fraction))::integer as size
+        from sift.term_lists l
+        where l.collection_id = _merge_deltas.collection_id and l.lexeme = any (due)
+    ), old_blocks as (
+        delete from sift.term_blocks b
+        where b.collection_id = _merge_deltas.collection_id and b.lexeme = any (due)
+        returning b.lexeme, b.chunk_ids, b.tfs, b.dls
+    ), old_deltas as (
+        delete from sift.term_deltas d
+        where d.collection_id = _merge_deltas.collection_id and d.lexeme = any (due)
+        returning d.lexeme, d.chunk_ids, d.tfs, d.dls
+    ), ranked as materialized (
+        -- (grouped bytewise, collate "C": see sift._write_lists)
+        select e.lexeme collate "C" as lexeme, e.chunk_id, e.tf, e.dl, i.impact, p.size,
+               row_number() over (partition by e.lexeme collate "C" order by i.impact desc, e.chunk_id) as rn
+        from (select o.lexeme, u.chunk_id, u.tf, u.dl
+              from old_blocks o cross join lateral unnest(o.chunk_ids, o.tfs, o.dls) as u(chunk_id, tf, dl)
+              union all
+              select o.lexeme, u.chunk_id, u.tf, u.dl
+              from old_deltas o cross join lateral unnest(o.chunk_ids, o.tfs, o.dls) as u(chunk_id, tf, dl)) e
+        join plan p on p.lexeme = e.lexeme
+        cross join lateral (select sift._bm25_impact(e.tf, e.dl, p.avgdl_ref, p.k1_ref, p.b_ref) as impact) i
+        where i.impact > p.floor_min
+    ), cuts as (
+        select r.lexeme, r.impact from ranked r where r.rn = r.size + 1
+    ), floors as materialized (
+        -- The list's best `size` entries stay; its floor is the first left out.
+        select p.lexeme, greatest(p.floor_min, coalesce(c.impact, 0)) as floor_impact
+        from plan p
+        left join cuts c on c.lexeme = p.lexeme collate "C"
+    ), blocks as (
+        insert into sift.term_blocks (collection_id, lexeme, block_no, max_impact, chunk_ids, tfs, dls)
+        select _merge_deltas.collection_id, r.lexeme, ((r.rn - 1) / 100)::integer, max(r.impact),
+               array_agg(r.chunk_id order by r.rn), array_agg(r.tf order by r.rn),
+               array_agg(r.dl order by r.rn)
+        from ranked r
+        join floors f on f.lexeme collate "C" = r.lexeme
+        where r.rn <= r.size and r.impact > f.floor_impact
+        group by r.lexeme, (r.rn - 1) / 100
+        returning lexeme, cardinality(chunk_ids) as n
+    ), kept as (
+        select b.lexeme, sum(b.n)::integer as n from blocks b group by b.lexeme
+    )
+    update sift.term_lists l
+    set floor_impact = f.floor_impact, entries = coalesce(k.n, 0), delta_entries = 0, delta_rows = 0,
+        built_at = now()
+    from floors f
+    left join kept k on k.lexeme = f.lexeme
+    where l.collection_id = _merge_deltas.collection_id and l.lexeme = any (due) and l.lexeme = f.lexeme;
+    get diagnostics merged = row_count;
+    return merged;
 end;
 $$;
 comment on function sift._merge_deltas(bigint, integer, double precision, boolean, text[]) is

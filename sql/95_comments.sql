@@ -420,7 +420,7 @@ comment on column sift.list_build_entries.dl is
 
 comment on table sift.list_build_plan is
     'Work table of sift.refresh_lexical_stats (unlogged, emptied when the refresh ends): the impact '
-    'lists to build or merge, with the reference each is built at.';
+    'lists to build, with the reference each is built at (a merge, sift._merge_deltas, needs none).';
 comment on column sift.list_build_plan.collection_id is
     'The collection refreshed.';
 comment on column sift.list_build_plan.lexeme is
@@ -428,8 +428,7 @@ comment on column sift.list_build_plan.lexeme is
 comment on column sift.list_build_plan.size is
     'The most chunks the list may hold.';
 comment on column sift.list_build_plan.floor_min is
-    'The lowest impact an entry may have: 0, a sampled cutoff, or the floor of a list being merged; '
-    'the new floor is at least this.';
+    'The lowest impact an entry may have: 0 or a sampled cutoff; the new floor is at least this.';
 comment on column sift.list_build_plan.avgdl_ref is
     'The average chunk length the list is built at.';
 comment on column sift.list_build_plan.k1_ref is

@@ -319,6 +319,59 @@ def test_deltas_deletions_and_updates_keep_lists_exact(client, db):
     assert_oracle(client, db, col, rng, 10)
 
 
+LIST_ENTRIES = """
+select l.lexeme, l.floor_impact, l.avgdl_ref, u.chunk_id, u.tf, u.dl,
+       sift._bm25_impact(u.tf, u.dl, l.avgdl_ref, l.k1_ref, l.b_ref)
+from sift.term_lists l
+join (select b.lexeme, x.chunk_id, x.tf, x.dl
+      from sift.term_blocks b, unnest(b.chunk_ids, b.tfs, b.dls) x(chunk_id, tf, dl)
+      union all
+      select d.lexeme, x.chunk_id, x.tf, x.dl
+      from sift.term_deltas d, unnest(d.chunk_ids, d.tfs, d.dls) x(chunk_id, tf, dl)) u using (lexeme)
+"""
+
+
+def test_a_merge_keeps_the_best_entries_of_a_list_and_its_delta(client, db):
+    """A delta of a quarter of its list (or 100 entries) is merged into the list's blocks: the
+    list then holds, best first in blocks of 100, the list_size best of its entries and its
+    delta's above its floor (each at the list's reference), its floor is the first left out,
+    and its delta and counts are empty. Checked entry by entry against that merge done here."""
+    rng, col = seeded_collection(client, seed=18, docs=300)
+    build_lists(db, 150)
+    write_chunks(db, rng, col.collection_id, 200, 40, "new")
+    before: dict[str, list] = {}
+    for lexeme, floor, ref, chunk_id, tf, dl, impact in db.execute(LIST_ENTRIES).fetchall():
+        before.setdefault(lexeme, [floor, ref, []])[2].append((impact, chunk_id, tf, dl))
+    in_delta = dict(db.execute("select lexeme, sum(cardinality(chunk_ids)) from sift.term_deltas "
+                               "group by 1").fetchall())
+    listed = list_lengths(db)
+    due = {t for t, n in in_delta.items() if n >= max(100, listed.get(t, 0) // 4)}
+    assert len(due) >= 3 and any(listed.get(t, 0) == 150 for t in due)   # capped lists among them
+    db.execute("select * from sift.refresh_lexical_stats('c', min_df => 5, list_size => 150, "
+               "list_fraction => 0)")
+    rows = {t: (f, ref, e, de, dr) for t, f, ref, e, de, dr in db.execute(
+        "select lexeme, floor_impact, avgdl_ref, entries, delta_entries, delta_rows from sift.term_lists")}
+    blocks: dict[str, list] = {}
+    for lexeme, block_no, top, ids, tfs, dls in db.execute(
+            "select lexeme, block_no, max_impact, chunk_ids, tfs, dls from sift.term_blocks "
+            "order by lexeme, block_no"):
+        blocks.setdefault(lexeme, []).append((block_no, top, list(zip(ids, tfs, dls))))
+    merged = [t for t in due if rows[t][1] == before[t][1]]   # (not rebuilt at a new reference)
+    assert len(merged) >= 3
+    for t in merged:
+        floor, _, entries = before[t]
+        ranked = sorted((e for e in entries if e[0] > floor), key=lambda e: (-e[0], e[1]))
+        new_floor = max(floor, ranked[150][0] if len(ranked) > 150 else 0)
+        kept = [e for e in ranked[:150] if e[0] > new_floor]
+        assert rows[t][0] == new_floor and rows[t][2] == len(kept) and rows[t][3:] == (0, 0)
+        assert [b[0] for b in blocks.get(t, [])] == list(range(-(-len(kept) // 100)))
+        assert [e for b in blocks.get(t, []) for e in b[2]] == [(c, tf, dl) for _, c, tf, dl in kept]
+        assert [b[1] for b in blocks.get(t, [])] == [kept[100 * i][0] for i in range(len(blocks.get(t, [])))]
+    assert db.execute("select count(*) from sift.term_deltas where lexeme = any (%s)", [merged]).fetchone()[0] == 0
+    assert_delta_counts(db)
+    assert_oracle(client, db, col, rng, 10)
+
+
 def test_0019_counts_the_deltas_and_pending_rows_it_finds(client, db):
     """Migration 0019 counts each list's existing delta, and marks the pending rows written
     before it as growing every term they counted (by 0): the first refresh after it still

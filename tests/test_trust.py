@@ -375,6 +375,7 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("forged_gather", one("select sift._gather_list_entries(%s, 100)", [col_id])),
         ("forged_write_lists", one("select sift._write_lists(%s)", [col_id])),
         ("forged_compact_deltas", one("select sift._compact_deltas(%s, true, null)", [col_id])),
+        ("forged_merge_deltas", one("select sift._merge_deltas(%s, 5, 0, true, null)", [col_id])),
         ("forged_text_matches", rows("select unnest(sift._text_matches(%s, 'alpha | bravo'::tsquery)) as chunk_id",
                                      [col_id])),
         ("forged_text_matches_role", rows("select unnest(sift._text_matches(%s, 'alpha'::tsquery, %s)) as chunk_id",
@@ -606,6 +607,41 @@ def test_a_delta_merge_reaches_only_its_own_tenants_lists(db, connect_as, tenant
     assert db.execute(rows, [col_id, lexeme]).fetchone()[0] == held
     assert connect_as(role_name("globex", "writer")).execute(call, [col_id]).fetchone()[0] >= 1
     assert db.execute(rows, [col_id, lexeme]).fetchone()[0] == 1
+
+
+def test_a_list_merge_reaches_only_its_own_tenants_lists(db, connect_as, tenants):
+    """sift._merge_deltas runs as its caller, and takes a list's blocks and delta out and writes
+    them back itself: given another tenant's collection, a writer's or a reader's call merges
+    nothing there (row-level security hides its lists, blocks and deltas); the owner's reader,
+    who sees the list due, is refused the write; the owner's writer merges the delta."""
+    col_id, lexeme = db.execute(
+        "select l.collection_id, l.lexeme from sift.term_lists l join sift.collections c using (collection_id) "
+        "where c.tenant = 'globex' and c.name = 'docs' order by l.lexeme limit 1").fetchone()
+    chunk_ids = [r[0] for r in db.execute("select chunk_id from sift.chunks where collection_id = %s "
+                                          "order by chunk_id", [col_id])]
+    db.execute("insert into sift.term_deltas (collection_id, lexeme, chunk_ids, tfs, dls) "
+               "values (%s, %s, %s, %s, %s)", [col_id, lexeme, chunk_ids, [float(i + 1) for i in range(len(chunk_ids))],
+                                               [50] * len(chunk_ids)])   # (impacts all apart)
+    # (due by its count, 100 entries or more: the collection holds fewer chunks)
+    db.execute("update sift.term_lists set delta_entries = 100, delta_rows = 1 "
+               "where collection_id = %s and lexeme = %s", [col_id, lexeme])
+    state = ("select (select array_agg(b.chunk_ids order by b.block_no) from sift.term_blocks b "
+             "         where b.collection_id = l.collection_id and b.lexeme = l.lexeme), "
+             "       (select count(*) from sift.term_deltas d where d.collection_id = l.collection_id "
+             "         and d.lexeme = l.lexeme), l.entries, l.delta_entries "
+             "from sift.term_lists l where l.collection_id = %s and l.lexeme = %s")
+    before = db.execute(state, [col_id, lexeme]).fetchone()
+    assert before[1] == 1 and before[3] == 100 and len(chunk_ids) >= 5
+    call = "select sift._merge_deltas(%s, 5, 0, true, null)"
+    for kind in ("writer", "reader"):
+        assert connect_as(role_name("acme", kind)).execute(call, [col_id]).fetchone()[0] == 0
+    with pytest.raises(psycopg.Error) as refused:
+        connect_as(role_name("globex", "reader")).execute(call, [col_id])
+    assert refused.value.sqlstate == "42501"
+    assert db.execute(state, [col_id, lexeme]).fetchone() == before
+    assert connect_as(role_name("globex", "writer")).execute(call, [col_id]).fetchone()[0] >= 1
+    blocks, deltas, entries, delta_entries = db.execute(state, [col_id, lexeme]).fetchone()
+    assert deltas == 0 and delta_entries == 0 and entries == sum(len(b) for b in blocks) == 5   # list_size 5
 
 
 @pytest.mark.parametrize("prepare", [False, True])
