@@ -166,10 +166,11 @@ begin
     perform sift._analyze('sift.list_build_plan');
     perform sift._analyze('sift.list_build_entries');
     -- The entries are ranked and grouped by their list's number in this
-    -- build (k), not their term's text: in the database's collation
+    -- build (k), not their term's text (as sift._gather_list_entries groups
+    -- its sample, and sift._merge_deltas a merge): in the database's collation
     -- (strcoll, no abbreviated keys) the sort of every entry was ~1.6x
     -- slower than bytewise (collate "C"), and bytewise ~1.5x slower than by
-    -- the number (the same ranking in sift._merge_deltas).
+    -- the number.
     with plan as materialized (
         select row_number() over (order by p.lexeme) as k, p.*
         from sift.list_build_plan p
@@ -274,15 +275,16 @@ begin
     -- (a percentile, sorted within each term; a window over the whole sample and a
     -- join back cost 3x as much).
     with big as materialized (
-        select p.lexeme, p.size, t.df, p.avgdl_ref, p.k1_ref, p.b_ref
+        -- (k: the term's number here, which its sample is grouped by: see
+        -- sift._write_lists)
+        select row_number() over (order by p.lexeme) as k, p.lexeme, p.size, t.df, p.avgdl_ref, p.k1_ref, p.b_ref
         from sift.list_build_plan p
         join sift.term_df t on t.collection_id = p.collection_id and t.lexeme = p.lexeme
         where p.collection_id = _gather_list_entries.collection_id and t.df > 1.5 * p.size
     ), cuts as (
-        -- (grouped bytewise, collate "C": see sift._write_lists)
-        select s.lexeme collate "C" as lexeme,
+        select s.k,
                pg_catalog.percentile_disc(1 - 1.5 * s.size / s.df) within group (order by s.impact) as cut
-        from (select u.lexeme, b.size, b.df,
+        from (select b.k, b.size, b.df,
                      sift._bm25_impact(u.tf, u.dl, b.avgdl_ref, b.k1_ref, b.b_ref) as impact
               from (select u.lexeme, pg_catalog.array_length(u.positions, 1) as tf, c.lexical_length as dl
                     from sift.chunks c
@@ -290,12 +292,13 @@ begin
                     where c.collection_id = _gather_list_entries.collection_id and pg_catalog.random() < rate
                     offset 0) u
               join big b on b.lexeme = u.lexeme) s
-        group by 1, s.size, s.df
+        group by s.k, s.size, s.df
     )
     update sift.list_build_plan p
     set floor_min = c.cut
     from cuts c
-    where p.collection_id = _gather_list_entries.collection_id and p.lexeme collate "C" = c.lexeme;
+    join big b on b.k = c.k
+    where p.collection_id = _gather_list_entries.collection_id and p.lexeme = b.lexeme;
     -- (The postings are fenced, offset 0, so the plan is hashed once: left to
     -- itself, with the collection newer than the table's statistics, the
     -- planner joins the plan inside the per-chunk unnest, once per chunk.)
