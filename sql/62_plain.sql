@@ -8,6 +8,68 @@
 -- legs is one statement planned once a session, so a search pays for the
 -- stages it uses and nothing else.
 
+create or replace function sift._plain_backfill(
+    knobs       sift.knob_set,
+    match_count integer,
+    ids         bigint[],
+    dense_ranks bigint[],
+    lex_ranks   bigint[],
+    bases       double precision[],
+    pool_ranks  integer[])
+returns table (id bigint, dr bigint, lr bigint, doc bigint, lang text, pool_rank integer, base double precision,
+               lf double precision, fr integer, ordinal integer, content text, context text, section_id bigint,
+               token_count integer, source_uri text, title text, metadata jsonb)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+-- Planned once a session, as sift._plain_hits.
+set plan_cache_mode = force_generic_plan
+rows 10
+as $$
+    -- sift._plain_hits' hits when its first match_count places are not the
+    -- answer (a chunk past the per-document cap, or another translation of a
+    -- better chunk's page, among them): the whole pool, given in place order
+    -- (sift._plain_hits' i) with each chunk's leg ranks, base score and pool
+    -- rank, each chunk with its document and page. Narrow rows: the text is
+    -- read for the kept hits alone.
+    with p as materialized (
+        select u.id, u.dr, u.lr, u.base, u.pool_rank, u.i::integer as i, c.document_id as doc, l.lang,
+               case when knobs.one_translation then sift._page_key(d.source_uri, d.metadata, l.lang) end as page
+        from rows from (pg_catalog.unnest(ids), pg_catalog.unnest(dense_ranks), pg_catalog.unnest(lex_ranks),
+                        pg_catalog.unnest(bases), pg_catalog.unnest(pool_ranks))
+             with ordinality as u(id, dr, lr, base, pool_rank, i)
+        join sift.chunks c on c.chunk_id = u.id
+        join sift.documents d on d.document_id = c.document_id
+        cross join lateral (select sift._language(d.language) as lang) l
+    ), a as (
+        -- Another translation of a kept page (sift._finalize's a).
+        select p.*,
+               p.page is not null
+               and p.doc <> pg_catalog.first_value(p.doc) over (partition by p.page
+                                                               order by p.base * knobs.boost desc, p.id) as dup
+        from p
+    )
+    -- Greedy in score order within the per-document cap, then backfilled
+    -- past it: sorted by (beyond the cap, score); the kept ones' text.
+    select z.id, z.dr, z.lr, z.doc, z.lang, z.pool_rank, z.base, z.lf, z.fr,
+           c.ordinal, c.content, c.context, c.section_id, c.token_count, d.source_uri, d.title, d.metadata
+    from (select y.*, 1::double precision as lf,
+                 (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
+          from (select a.*, coalesce(knobs.per_document_cap, 0) > 0
+                            and pg_catalog.row_number() over (partition by a.doc order by a.i)
+                                > coalesce(knobs.per_document_cap, 0) as late
+                from a where not a.dup) y
+          order by y.late, y.i
+          limit match_count) z
+    join sift.chunks c on c.chunk_id = z.id
+    join sift.documents d on d.document_id = z.doc
+$$;
+comment on function sift._plain_backfill(sift.knob_set, integer, bigint[], bigint[], bigint[], double precision[],
+    integer[]) is
+    'Internal: sift._plain_hits'' kept hits when its first match_count places are not the answer: the '
+    'whole pool (given in place order) with one translation a page and the per-document cap with '
+    'backfill, each kept hit with its text.';
+
+
 create or replace function sift._plain_hits(
     col             sift.collections,
     knobs           sift.knob_set,
@@ -95,43 +157,23 @@ as $$
                and not (coalesce(knobs.per_document_cap, 0) > 0
                         and exists (select 1 from t group by t.doc
                                     having pg_catalog.count(*) > coalesce(knobs.per_document_cap, 0))) as yes
-    ), p as materialized (
-        -- Otherwise the whole pool, each chunk with its document and page.
-        -- Narrow rows: the text is read for the kept hits alone.
-        select r.*, c.document_id as doc, l.lang,
-               case when knobs.one_translation then sift._page_key(d.source_uri, d.metadata, l.lang) end as page
-        from r
-        join sift.chunks c on c.chunk_id = r.id
-        join sift.documents d on d.document_id = c.document_id
-        cross join lateral (select sift._language(d.language) as lang) l
-    ), a as (
-        -- Another translation of a kept page (sift._finalize's a).
-        select p.*,
-               p.page is not null
-               and p.doc <> pg_catalog.first_value(p.doc) over (partition by p.page
-                                                               order by p.base * knobs.boost desc, p.id) as dup
-        from p
     ), sel as materialized (
         select t.id, t.dr, t.lr, t.doc, t.lang, t.pool_rank, t.base, 1::double precision as lf, t.i as fr,
                t.ordinal, t.content, t.context, t.section_id, t.token_count, t.source_uri, t.title, t.metadata
         from t
         where (select settled.yes from settled)
         union all
-        -- Greedy in score order within the per-document cap, then backfilled
-        -- past it: sorted by (beyond the cap, score); the kept ones' text.
-        select z.id, z.dr, z.lr, z.doc, z.lang, z.pool_rank, z.base, z.lf, z.fr,
-               c.ordinal, c.content, c.context, c.section_id, c.token_count, d.source_uri, d.title, d.metadata
-        from (select y.*, 1::double precision as lf,
-                     (pg_catalog.row_number() over (order by y.late, y.i))::integer as fr
-              from (select a.*, coalesce(knobs.per_document_cap, 0) > 0
-                                and pg_catalog.row_number() over (partition by a.doc order by a.i)
-                                    > coalesce(knobs.per_document_cap, 0) as late
-                    from a where not a.dup) y
-              where not (select settled.yes from settled)
-              order by y.late, y.i
-              limit match_count) z
-        join sift.chunks c on c.chunk_id = z.id
-        join sift.documents d on d.document_id = z.doc
+        -- Otherwise the whole pool, capped and backfilled (sift._plain_backfill;
+        -- its own function, so that a settled search never initialises its
+        -- plan: it is called only when its arm runs).
+        select b.*
+        from sift._plain_backfill(knobs, match_count,
+                                  (select pg_catalog.array_agg(r.id order by r.i) from r),
+                                  (select pg_catalog.array_agg(r.dr order by r.i) from r),
+                                  (select pg_catalog.array_agg(r.lr order by r.i) from r),
+                                  (select pg_catalog.array_agg(r.base order by r.i) from r),
+                                  (select pg_catalog.array_agg(r.pool_rank order by r.i) from r)) b
+        where not (select settled.yes from settled)
     )
     select sel.fr,
            case when not coalesce(knobs.lost_in_the_middle, false) then sel.fr

@@ -369,6 +369,9 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                              "returning 1")),
         ("forged_bm25_scores", rows("select * from sift._bm25_scores(%s, array['alpha'], array[1.0], 5, 1.2, 0.4, "
                                     "'alpha'::tsquery, null, 10)", [chunk_ids])),
+        ("forged_plain_backfill", rows("select b.id as chunk_id, b.doc as document_id, b.* "
+                                       "from sift._plain_backfill(null, 10, %s::bigint[], null, null, null, null) b",
+                                       [chunk_ids])),
         ("forged_pool", rows("select * from sift._pool((select c from sift.collections c where collection_id = %s), "
                              "sift._resolve_knobs((select c from sift.collections c where collection_id = %s), '{}'), "
                              "'alpha', null, 10, '{}')", [col_id, col_id])),
