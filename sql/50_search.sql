@@ -114,10 +114,29 @@ language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    cols   sift.collections[] := sift._collections(search.collection, search.collections);
-    ks     sift.knob_set[] := sift._resolve_all(cols, search.knobs);
+    cols   sift.collections[];
+    ks     sift.knob_set[];
     plan   record;
 begin
+    -- One collection by name and no knob in the call (most searches): found,
+    -- checked and planned in one statement (sift._plain_ready), the filter
+    -- compiled (checked) after the rest, as sift._check_query orders them.
+    if search.collections is null and search.query_tokens is null and search.spaces is null
+       and search.space_embeddings is null and search.space_weights is null
+       and (search.knobs is null or search.knobs = '{}'::jsonb) then
+        select * into plan from sift._plain_ready(search.collection, search.query_embedding, search.match_count);
+        if found then
+            if search.filter is not null and search.filter <> '{}'::jsonb then
+                perform sift.filter_path(search.filter);
+            end if;
+            return query select * from sift._plain_search(plan.col, plan.knobs, search.query_text,
+                                                          search.query_embedding, search.match_count, search.filter,
+                                                          plan.space, plan.exact, plan.iterative);
+            return;
+        end if;
+    end if;
+    cols := sift._collections(search.collection, search.collections);
+    ks := sift._resolve_all(cols, search.knobs);
     perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
                               space_weights);
     -- One collection with only the common stages: each leg once and one

@@ -445,3 +445,42 @@ comment on function sift._plain_plan(sift.collections, sift.knob_set, boolean) i
     'its dense leg''s space and, when it has an embedding (dense), whether that leg scans exactly and '
     'whether pgvector walks iteratively; '
     'no row when a stage it uses needs the staged pipeline.';
+
+
+create or replace function sift._plain_ready(collection text, query_embedding @extschema:vector@.vector,
+                                             match_count integer)
+returns table (col sift.collections, knobs sift.knob_set, space sift.vector_spaces, exact boolean,
+               iterative boolean)
+language sql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+    -- The most common call (one collection by name, no knob in the call, no
+    -- time limit, valid arguments) looked up and checked in one statement:
+    -- the collection of the current tenant (sift._collection), its resolved
+    -- knobs kept on its row (sift._resolve_knobs with no knob), the checks of
+    -- sift._check_query that such a call can fail (the vector's size and a
+    -- zero vector under cosine, match_count and its ceiling; the filter is
+    -- compiled by the caller), and sift._plain_plan. No row when any of it
+    -- does not hold: the caller then takes the full path, which says why (or
+    -- searches through every stage). A time limit is left to that path too,
+    -- since it arms one (sift._resolve_all), as is a deadline a session left
+    -- set, which it clears.
+    select c, c.resolved_knobs, p.space, p.exact, p.iterative
+    from sift.collections c
+    cross join lateral sift._plain_plan(c, c.resolved_knobs, query_embedding is not null) p
+    where c.tenant = sift.current_tenant() and c.name = _plain_ready.collection
+      and pg_catalog.length(_plain_ready.collection) <= 128
+      and c.resolved_from is not distinct from c.knobs
+      and c.ceilings -> 'call_time_limit' is null
+      and coalesce(pg_catalog.current_setting('pgsift.deadline', true), '') = ''
+      and _plain_ready.match_count between 0 and 1000
+      and (c.ceilings -> 'match_count' is null
+           or _plain_ready.match_count <= (c.ceilings ->> 'match_count')::integer)
+      and (query_embedding is null
+           or (@extschema:vector@.vector_dims(query_embedding) = c.embedding_dims
+               and not (c.distance = 'cosine' and @extschema:vector@.vector_norm(query_embedding) = 0)))
+$$;
+comment on function sift._plain_ready(text, @extschema:vector@.vector, integer) is
+    'Internal: for a call of sift.search naming one collection and no knob, the collection, its '
+    'knobs and sift._plain_plan''s row, when the arguments pass every check and the search is '
+    'plain; no row otherwise (the full path then checks, raises or stages).';

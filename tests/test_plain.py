@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
+import psycopg
 import pytest
 from conftest import unit
 from pgsift import Chunk, Document
@@ -174,3 +175,77 @@ def test_a_sessions_float_digits_never_cut_what_a_search_computes(db, plain):
         finally:
             db.execute("reset extra_float_digits")
         assert any(len(str(w)) > 120 for w in want)   # full digits there to cut
+
+
+READY = "select count(*) from sift._plain_ready(%(c)s, %(e)s, %(n)s)"
+BY_NAME = """
+select to_jsonb(h) from sift.search(collection => %(c)s, query_text => %(q)s, query_embedding => %(e)s,
+                                    match_count => %(n)s, filter => %(f)s, knobs => %(k)s) h
+"""
+
+
+def _outcome(db, params: dict[str, object]) -> tuple[str, object]:
+    """What a search gives: its rows, or its error's SQLSTATE and message."""
+    try:
+        with db.transaction():
+            return "rows", db.execute(BY_NAME, params).fetchall()
+    except psycopg.Error as e:
+        return e.sqlstate or "", str(e.diag.message_primary)
+
+
+def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain):
+    """A call with one collection and no knob is found, checked and planned by sift._plain_ready;
+    the same call with a knob that changes nothing (hybrid, already true) takes the full path
+    (sift._collections, sift._resolve_all, sift._check_query, sift._plain_plan). Both give the
+    same rows, and every argument the one statement cannot vouch for leaves it to the full path,
+    which raises the same error either way."""
+    good = "[" + ",".join(f"{x:.6f}" for x in unit(plain.normal(size=DIMS))) + "]"
+    base = {"c": "p", "q": "alpha bravo", "e": good, "n": 10, "f": Jsonb({})}
+    assert db.execute(READY, base).fetchone()[0] == 1
+    for text, vector in _queries(plain, 9):
+        for flt in ({}, {"parity": "even"}):
+            params = {**base, "q": text, "e": vector, "f": Jsonb(flt)}
+            fast = _outcome(db, {**params, "k": Jsonb({})})
+            full = _outcome(db, {**params, "k": Jsonb({"hybrid": True})})
+            assert fast == full, (text, vector is None, flt)
+    # Each bad argument: no row from the one statement, the same error on both paths.
+    zero = "[" + ",".join("0" for _ in range(DIMS)) + "]"
+    bad = [({"e": "[1,2,3]"}, "SF002"), ({"e": zero}, "SF003"), ({"n": -1}, "23514"), ({"n": 1001}, "23514"),
+           ({"n": None}, "23514"), ({"c": "nope"}, "SF001"), ({"c": "p" * 200}, "SF003"), ({"c": None}, "SF003")]
+    for change, state in bad:
+        params = {**base, **change}
+        assert db.execute(READY, params).fetchone()[0] == 0, change
+        fast = _outcome(db, {**params, "k": Jsonb({})})
+        assert fast[0] == state, (change, fast)
+        assert fast == _outcome(db, {**params, "k": Jsonb({"hybrid": True})}), change
+    # A malformed filter passes the one statement and is refused right after it, as the full
+    # path refuses it, with or without anything to search with.
+    for params in ({**base, "f": Jsonb({"$bogus": 1})}, {**base, "q": "", "e": None, "f": Jsonb({"$bogus": 1})}):
+        fast = _outcome(db, {**params, "k": Jsonb({})})
+        assert fast[0] == "SF003" and fast == _outcome(db, {**params, "k": Jsonb({"hybrid": True})})
+    # The tenant's max_match_count: the one statement declines past it, the full path says why.
+    db.execute("insert into sift.tenant_limits (tenant, max_match_count) values (null, 5)")
+    try:
+        assert db.execute(READY, {**base, "n": 6}).fetchone()[0] == 0
+        assert db.execute(READY, {**base, "n": 5}).fetchone()[0] == 1
+        fast = _outcome(db, {**base, "n": 6, "k": Jsonb({})})
+        assert fast[0] == "SF015" and fast == _outcome(db, {**base, "n": 6, "k": Jsonb({"hybrid": True})})
+    finally:
+        db.execute("delete from sift.tenant_limits where tenant is null")
+    # A time limit is armed by the full path only: the one statement leaves it that way.
+    db.execute("insert into sift.tenant_limits (tenant, call_time_limit) values (null, '30 s')")
+    try:
+        assert db.execute(READY, base).fetchone()[0] == 0
+        assert _outcome(db, {**base, "k": Jsonb({})})[0] == "rows"
+    finally:
+        db.execute("delete from sift.tenant_limits where tenant is null")
+    # A deadline a session left set (a pooler's previous client, or garbage): the full path
+    # clears it for this search, so the one statement declines while it is there.
+    db.execute("set pgsift.deadline = 'garbage'")
+    try:
+        assert db.execute(READY, base).fetchone()[0] == 0
+        assert _outcome(db, {**base, "k": Jsonb({})}) == _outcome(db, {**base, "k": Jsonb({"hybrid": True})})
+        assert _outcome(db, {**base, "k": Jsonb({})})[0] == "rows"
+    finally:
+        db.execute("reset pgsift.deadline")
+    assert db.execute(READY, base).fetchone()[0] == 1

@@ -369,6 +369,8 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                              "returning 1")),
         ("forged_bm25_scores", rows("select * from sift._bm25_scores(%s, array['alpha'], array[1.0], 5, 1.2, 0.4, "
                                     "'alpha'::tsquery, null, 10)", [chunk_ids])),
+        ("forged_plain_ready", rows("select (r.col).collection_id, (r.col).tenant, (r.col).name "
+                                    "from sift._plain_ready(%s, %s::text::public.vector, 10) r", [name, vec])),
         ("forged_plain_backfill", rows("select b.id as chunk_id, b.doc as document_id, b.* "
                                        "from sift._plain_backfill(null, 10, %s::bigint[], null, null, null, null) b",
                                        [chunk_ids])),
