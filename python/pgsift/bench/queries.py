@@ -290,6 +290,9 @@ select c.chunk_id, c.content, d.title, d.source_uri, d.metadata
 from sift.chunks c join sift.documents d on d.document_id = c.document_id
 where c.chunk_id = any (%(ids)s::bigint[])
 """
+# The same read timed by the server (its execution, as sift.search's time is): a client's
+# round trip and the rows' decoding are no part of a search's time on the server.
+PROFILE_READ_HITS_TIMED = "explain (analyze, timing off, summary on, format json) " + PROFILE_READ_HITS
 PROFILE_TRACK_FUNCTIONS = "set track_functions = 'all'"
 PROFILE_TRACK_FUNCTIONS_OFF = "reset track_functions"
 PROFILE_FLUSH = "select pg_catalog.pg_stat_force_next_flush()"
