@@ -121,8 +121,8 @@ begin
     -- One collection by name and no knob in the call (most searches): found,
     -- checked and planned in one statement (sift._plain_ready), the filter
     -- compiled (checked) after the rest, as sift._check_query orders them.
-    if search.collections is null and search.query_tokens is null and search.spaces is null
-       and search.space_embeddings is null and search.space_weights is null
+    if search.collection is not null and search.collections is null and search.query_tokens is null
+       and search.spaces is null and search.space_embeddings is null and search.space_weights is null
        and (search.knobs is null or search.knobs = '{}'::jsonb) then
         select * into plan from sift._plain_ready(search.collection, search.query_embedding, search.match_count);
         if found then

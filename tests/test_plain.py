@@ -249,3 +249,29 @@ def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain
     finally:
         db.execute("reset pgsift.deadline")
     assert db.execute(READY, base).fetchone()[0] == 1
+
+
+def test_the_common_call_under_row_level_security(db, plain, connect_as):
+    """As a gateway: bound to the collection's tenant, the one statement and the full path give
+    the same rows under row-level security; unbound, both refuse alike (no tenant), and a call
+    naming no collection is refused for that first, as it always was."""
+    gateway = connect_as("t_gateway")
+    vector = "[" + ",".join(f"{x:.6f}" for x in unit(plain.normal(size=DIMS))) + "]"
+    base = {"c": "p", "q": "alpha bravo", "e": vector, "n": 10, "f": Jsonb({})}
+
+    def bound(params: dict[str, object]) -> tuple[str, object]:
+        try:
+            with gateway.transaction():
+                gateway.execute("select sift.set_tenant('default')")
+                return "rows", gateway.execute(BY_NAME, params).fetchall()
+        except psycopg.Error as e:
+            return e.sqlstate or "", str(e.diag.message_primary)
+
+    fast = bound({**base, "k": Jsonb({})})
+    assert fast[0] == "rows" and len(fast[1]) == 10
+    assert fast == bound({**base, "k": Jsonb({"hybrid": True})})
+    assert fast == _outcome(db, {**base, "k": Jsonb({})})   # the operator's, tenant "default"
+    for change, state in (({}, "SF010"), ({"c": None}, "SF003")):
+        unbound = _outcome(gateway, {**base, **change, "k": Jsonb({})})
+        assert unbound[0] == state, (change, unbound)
+        assert unbound == _outcome(gateway, {**base, **change, "k": Jsonb({"hybrid": True})})
