@@ -167,12 +167,12 @@ as $$
         -- its own function, so that a settled search never initialises its
         -- plan: it is called only when its arm runs).
         select b.*
-        from sift._plain_backfill(knobs, match_count,
-                                  (select pg_catalog.array_agg(r.id order by r.i) from r),
-                                  (select pg_catalog.array_agg(r.dr order by r.i) from r),
-                                  (select pg_catalog.array_agg(r.lr order by r.i) from r),
-                                  (select pg_catalog.array_agg(r.base order by r.i) from r),
-                                  (select pg_catalog.array_agg(r.pool_rank order by r.i) from r)) b
+        from (select pg_catalog.array_agg(r.id order by r.i) as ids, pg_catalog.array_agg(r.dr order by r.i) as drs,
+                     pg_catalog.array_agg(r.lr order by r.i) as lrs, pg_catalog.array_agg(r.base order by r.i) as bases,
+                     pg_catalog.array_agg(r.pool_rank order by r.i) as pool_ranks
+              from r) pool
+        cross join lateral sift._plain_backfill(knobs, match_count, pool.ids, pool.drs, pool.lrs, pool.bases,
+                                                pool.pool_ranks) b
         where not (select settled.yes from settled)
     )
     select sel.fr,
