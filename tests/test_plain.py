@@ -211,10 +211,12 @@ def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain
     # Each bad argument: no row from the one statement, the same error on both paths.
     zero = "[" + ",".join("0" for _ in range(DIMS)) + "]"
     bad = [({"e": "[1,2,3]"}, "SF002"), ({"e": zero}, "SF003"), ({"n": -1}, "23514"), ({"n": 1001}, "23514"),
-           ({"n": None}, "23514"), ({"c": "nope"}, "SF001"), ({"c": "p" * 200}, "SF003"), ({"c": None}, "SF003")]
+           ({"n": None}, "23514"), ({"c": "nope"}, "SF001"), ({"c": "p" * 200}, "SF003"), ({"c": None}, "SF003"),
+           ({"q": "alpha " * 200_001}, "SF003")]
     for change, state in bad:
         params = {**base, **change}
-        assert db.execute(READY, params).fetchone()[0] == 0, change
+        if "q" not in change:   # the text is checked by sift.search before the one statement
+            assert db.execute(READY, params).fetchone()[0] == 0, change
         fast = _outcome(db, {**params, "k": Jsonb({})})
         assert fast[0] == state, (change, fast)
         assert fast == _outcome(db, {**params, "k": Jsonb({"hybrid": True})}), change
