@@ -118,15 +118,16 @@ declare
     ks     sift.knob_set[];
     plan   record;
 begin
-    -- One collection by name and no knob in the call (most searches): found,
-    -- checked and planned in one statement (sift._plain_ready), the filter
-    -- compiled (checked) after the rest, as sift._check_query orders them. A
-    -- text past what is searched takes the full path, which refuses it.
+    -- One collection by name and no knob in the call, or only switches such
+    -- as {"hybrid": false} (most searches): found, checked and planned in one
+    -- statement (sift._plain_ready), the filter compiled (checked) after the
+    -- rest, as sift._check_query orders them. A text past what is searched
+    -- takes the full path, which refuses it.
     if search.collection is not null and search.collections is null and search.query_tokens is null
        and search.spaces is null and search.space_embeddings is null and search.space_weights is null
-       and (search.knobs is null or search.knobs = '{}'::jsonb)
        and coalesce(octet_length(search.query_text), 0) <= 1000000 then
-        select * into plan from sift._plain_ready(search.collection, search.query_embedding, search.match_count);
+        select * into plan from sift._plain_ready(search.collection, search.query_embedding, search.match_count,
+                                                  search.knobs);
         if found then
             if search.filter is not null and search.filter <> '{}'::jsonb then
                 perform sift.filter_path(search.filter);

@@ -448,26 +448,41 @@ comment on function sift._plain_plan(sift.collections, sift.knob_set, boolean) i
 
 
 create or replace function sift._plain_ready(collection text, query_embedding @extschema:vector@.vector,
-                                             match_count integer)
+                                             match_count integer, knobs jsonb default null)
 returns table (col sift.collections, knobs sift.knob_set, space sift.vector_spaces, exact boolean,
                iterative boolean)
 language sql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
-    -- The most common call (one collection by name, no knob in the call, no
-    -- time limit, valid arguments) looked up and checked in one statement:
-    -- the collection of the current tenant (sift._collection), its resolved
-    -- knobs kept on its row (sift._resolve_knobs with no knob), the checks of
-    -- sift._check_query that such a call can fail (the vector's size and a
-    -- zero vector under cosine, match_count and its ceiling; the filter is
-    -- compiled by the caller), and sift._plain_plan. No row when any of it
-    -- does not hold: the caller then takes the full path, which says why (or
-    -- searches through every stage). A time limit is left to that path too,
-    -- since it arms one (sift._resolve_all), as is a deadline a session left
-    -- set, which it clears.
-    select c, c.resolved_knobs, p.space, p.exact, p.iterative
-    from sift.collections c
-    cross join lateral sift._plain_plan(c, c.resolved_knobs, query_embedding is not null) p
+    -- The most common call (one collection by name, no time limit, valid
+    -- arguments, no knob in the call or only switches: true or false for a
+    -- boolean knob a call may set, such as {"hybrid": false}) looked up and
+    -- checked in one statement: the collection of the current tenant
+    -- (sift._collection), its resolved knobs kept on its row with the
+    -- switches cast onto them (sift._resolve_knobs: a boolean has no ceiling
+    -- and no rule across knobs), the checks of sift._check_query that such a
+    -- call can fail (the vector's size and a zero vector under cosine,
+    -- match_count and its ceiling; the filter is compiled by the caller), and
+    -- sift._plain_plan. No row when any of it does not hold: the caller then
+    -- takes the full path, which says why (or searches through every stage).
+    -- A time limit is left to that path too, since it arms one
+    -- (sift._resolve_all), as is a deadline a session left set, which it
+    -- clears.
+    select c, k.knobs, p.space, p.exact, p.iterative
+    from (select coalesce(_plain_ready.knobs, '{}') as given,
+                 case when pg_catalog.jsonb_typeof(_plain_ready.knobs) is distinct from 'object' then false
+                      else not exists (
+                          select 1
+                          from pg_catalog.jsonb_each(_plain_ready.knobs) e
+                          left join sift.knob_defs d
+                                 on d.name = e.key and d.type = 'pg_catalog.bool'::pg_catalog.regtype
+                                and d.scope in ('call', 'both')
+                          where d.name is null or pg_catalog.jsonb_typeof(e.value) <> 'boolean') end as switches) g
+    join sift.collections c on g.given = '{}' or g.switches
+    cross join lateral (
+        select case when g.given = '{}' then c.resolved_knobs
+                    when g.switches then pg_catalog.jsonb_populate_record(c.resolved_knobs, g.given) end as knobs) k
+    cross join lateral sift._plain_plan(c, k.knobs, query_embedding is not null) p
     where c.tenant = sift.current_tenant() and c.name = _plain_ready.collection
       and pg_catalog.length(_plain_ready.collection) <= 128
       and c.resolved_from is not distinct from c.knobs
@@ -480,7 +495,8 @@ as $$
            or (@extschema:vector@.vector_dims(query_embedding) = c.embedding_dims
                and not (c.distance = 'cosine' and @extschema:vector@.vector_norm(query_embedding) = 0)))
 $$;
-comment on function sift._plain_ready(text, @extschema:vector@.vector, integer) is
-    'Internal: for a call of sift.search naming one collection and no knob, the collection, its '
-    'knobs and sift._plain_plan''s row, when the arguments pass every check and the search is '
-    'plain; no row otherwise (the full path then checks, raises or stages).';
+comment on function sift._plain_ready(text, @extschema:vector@.vector, integer, jsonb) is
+    'Internal: for a call of sift.search naming one collection with no knob or only switches (true or '
+    'false for boolean knobs a call may set), the collection, its knobs and sift._plain_plan''s row, '
+    'when the arguments pass every check and the search is plain; no row otherwise (the full path '
+    'then checks, raises or stages).';

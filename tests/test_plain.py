@@ -178,6 +178,10 @@ def test_a_sessions_float_digits_never_cut_what_a_search_computes(db, plain):
 
 
 READY = "select count(*) from sift._plain_ready(%(c)s, %(e)s, %(n)s)"
+READY_WITH = "select count(*) from sift._plain_ready(%(c)s, %(e)s, %(n)s, %(k)s)"
+# A knob that changes nothing (dense_weight at its default) and is no switch: the call takes the
+# full path (sift._collections, sift._resolve_all, sift._check_query, sift._plain_plan).
+FULL = {"dense_weight": 0.5}
 BY_NAME = """
 select to_jsonb(h) from sift.search(collection => %(c)s, query_text => %(q)s, query_embedding => %(e)s,
                                     match_count => %(n)s, filter => %(f)s, knobs => %(k)s) h
@@ -195,7 +199,7 @@ def _outcome(db, params: dict[str, object]) -> tuple[str, object]:
 
 def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain):
     """A call with one collection and no knob is found, checked and planned by sift._plain_ready;
-    the same call with a knob that changes nothing (hybrid, already true) takes the full path
+    the same call with a knob that changes nothing (FULL) takes the full path
     (sift._collections, sift._resolve_all, sift._check_query, sift._plain_plan). Both give the
     same rows, and every argument the one statement cannot vouch for leaves it to the full path,
     which raises the same error either way."""
@@ -206,7 +210,7 @@ def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain
         for flt in ({}, {"parity": "even"}):
             params = {**base, "q": text, "e": vector, "f": Jsonb(flt)}
             fast = _outcome(db, {**params, "k": Jsonb({})})
-            full = _outcome(db, {**params, "k": Jsonb({"hybrid": True})})
+            full = _outcome(db, {**params, "k": Jsonb(FULL)})
             assert fast == full, (text, vector is None, flt)
     # Each bad argument: no row from the one statement, the same error on both paths.
     zero = "[" + ",".join("0" for _ in range(DIMS)) + "]"
@@ -219,19 +223,19 @@ def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain
             assert db.execute(READY, params).fetchone()[0] == 0, change
         fast = _outcome(db, {**params, "k": Jsonb({})})
         assert fast[0] == state, (change, fast)
-        assert fast == _outcome(db, {**params, "k": Jsonb({"hybrid": True})}), change
+        assert fast == _outcome(db, {**params, "k": Jsonb(FULL)}), change
     # A malformed filter passes the one statement and is refused right after it, as the full
     # path refuses it, with or without anything to search with.
     for params in ({**base, "f": Jsonb({"$bogus": 1})}, {**base, "q": "", "e": None, "f": Jsonb({"$bogus": 1})}):
         fast = _outcome(db, {**params, "k": Jsonb({})})
-        assert fast[0] == "SF003" and fast == _outcome(db, {**params, "k": Jsonb({"hybrid": True})})
+        assert fast[0] == "SF003" and fast == _outcome(db, {**params, "k": Jsonb(FULL)})
     # The tenant's max_match_count: the one statement declines past it, the full path says why.
     db.execute("insert into sift.tenant_limits (tenant, max_match_count) values (null, 5)")
     try:
         assert db.execute(READY, {**base, "n": 6}).fetchone()[0] == 0
         assert db.execute(READY, {**base, "n": 5}).fetchone()[0] == 1
         fast = _outcome(db, {**base, "n": 6, "k": Jsonb({})})
-        assert fast[0] == "SF015" and fast == _outcome(db, {**base, "n": 6, "k": Jsonb({"hybrid": True})})
+        assert fast[0] == "SF015" and fast == _outcome(db, {**base, "n": 6, "k": Jsonb(FULL)})
     finally:
         db.execute("delete from sift.tenant_limits where tenant is null")
     # A time limit is armed by the full path only: the one statement leaves it that way.
@@ -246,11 +250,40 @@ def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain
     db.execute("set pgsift.deadline = 'garbage'")
     try:
         assert db.execute(READY, base).fetchone()[0] == 0
-        assert _outcome(db, {**base, "k": Jsonb({})}) == _outcome(db, {**base, "k": Jsonb({"hybrid": True})})
+        assert _outcome(db, {**base, "k": Jsonb({})}) == _outcome(db, {**base, "k": Jsonb(FULL)})
         assert _outcome(db, {**base, "k": Jsonb({})})[0] == "rows"
     finally:
         db.execute("reset pgsift.deadline")
     assert db.execute(READY, base).fetchone()[0] == 1
+
+
+def test_switches_in_the_call_take_the_one_statement_too(db, plain):
+    """Knobs that are only switches (true or false for a boolean knob a call may set, such as
+    {"hybrid": false} for the dense leg alone) are cast onto the collection's set in the one
+    statement, with the rows the full path gives for the same switches. Anything else in knobs
+    (a null, a string, a value per collection, a preset, an unknown name, a knob that is not a
+    switch, knobs that are not an object) is left to the full path, which checks it."""
+    good = "[" + ",".join(f"{x:.6f}" for x in unit(plain.normal(size=DIMS))) + "]"
+    base = {"c": "p", "q": "alpha bravo", "e": good, "n": 10, "f": Jsonb({})}
+    switches = ({"hybrid": False}, {"hybrid": True}, {"lost_in_the_middle": True}, {"one_translation": False},
+                {"rerank": True}, {"hybrid": False, "lost_in_the_middle": True, "rerank": False})
+    dense_alone = []
+    for switch in switches:
+        assert db.execute(READY_WITH, {**base, "k": Jsonb(switch)}).fetchone()[0] == 1, switch
+        for text, vector in _queries(plain, 5):
+            params = {**base, "q": text, "e": vector}
+            fast = _outcome(db, {**params, "k": Jsonb(switch)})
+            assert fast[0] == "rows" and fast == _outcome(db, {**params, "k": Jsonb({**switch, **FULL})}), switch
+            if switch == {"hybrid": False} and text and vector is not None:
+                dense_alone.append(fast[1] != _outcome(db, {**params, "k": Jsonb({})})[1])
+    assert any(dense_alone)   # the switch is cast onto the set: the dense leg alone ranks otherwise
+    left = ((Jsonb({"hybrid": None}), "SF009"), (Jsonb({"hybrid": "false"}), "SF009"),
+            (Jsonb({"hybrid": {"p": False}}), "rows"), (Jsonb({"preset": "pgvector"}), "rows"),
+            (Jsonb({"nope": True}), "SF009"), (Jsonb({"mmr_lambda": 0.5}), "rows"), (Jsonb([]), "SF009"),
+            (Jsonb("hybrid"), "SF009"))
+    for knobs, state in left:
+        assert db.execute(READY_WITH, {**base, "k": knobs}).fetchone()[0] == 0, knobs.obj
+        assert _outcome(db, {**base, "k": knobs})[0] == state, knobs.obj
 
 
 def test_the_common_call_under_row_level_security(db, plain, connect_as):
@@ -271,9 +304,11 @@ def test_the_common_call_under_row_level_security(db, plain, connect_as):
 
     fast = bound({**base, "k": Jsonb({})})
     assert fast[0] == "rows" and len(fast[1]) == 10
-    assert fast == bound({**base, "k": Jsonb({"hybrid": True})})
+    assert fast == bound({**base, "k": Jsonb(FULL)})
     assert fast == _outcome(db, {**base, "k": Jsonb({})})   # the operator's, tenant "default"
+    dense = bound({**base, "k": Jsonb({"hybrid": False})})   # a switch: the one statement too
+    assert dense[0] == "rows" and dense == bound({**base, "k": Jsonb({"hybrid": False, **FULL})}) != fast
     for change, state in (({}, "SF010"), ({"c": None}, "SF003")):
         unbound = _outcome(gateway, {**base, **change, "k": Jsonb({})})
         assert unbound[0] == state, (change, unbound)
-        assert unbound == _outcome(gateway, {**base, **change, "k": Jsonb({"hybrid": True})})
+        assert unbound == _outcome(gateway, {**base, **change, "k": Jsonb(FULL)})

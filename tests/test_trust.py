@@ -371,6 +371,9 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                     "'alpha'::tsquery, null, 10)", [chunk_ids])),
         ("forged_plain_ready", rows("select (r.col).collection_id, (r.col).tenant, (r.col).name "
                                     "from sift._plain_ready(%s, %s::text::public.vector, 10) r", [name, vec])),
+        ("forged_plain_ready_switch", rows("select (r.col).collection_id, (r.col).tenant, (r.col).name "
+                                           "from sift._plain_ready(%s, %s::text::public.vector, 10, "
+                                           "'{\"hybrid\": false}') r", [name, vec])),
         ("forged_plain_backfill", rows("select b.id as chunk_id, b.doc as document_id, b.* "
                                        "from sift._plain_backfill(null, 10, %s::bigint[], null, null, null, null) b",
                                        [chunk_ids])),
