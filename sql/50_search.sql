@@ -117,6 +117,10 @@ declare
     cols   sift.collections[];
     ks     sift.knob_set[];
     plan   record;
+    plain  boolean := false;
+    col    sift.collections;
+    k      sift.knob_set;
+    l      record;
 begin
     -- One collection by name and no knob in the call, or only switches such
     -- as {"hybrid": false} (most searches): found, checked and planned in one
@@ -132,31 +136,52 @@ begin
             if search.filter is not null and search.filter <> '{}'::jsonb then
                 perform sift.filter_path(search.filter);
             end if;
-            return query select * from sift._plain_search(plan.col, plan.knobs, search.query_text,
-                                                          search.query_embedding, search.match_count, search.filter,
-                                                          plan.space, plan.exact, plan.iterative);
+            plain := true;
+            col := plan.col;
+            k := plan.knobs;
+        end if;
+    end if;
+    if not plain then
+        cols := sift._collections(search.collection, search.collections);
+        ks := sift._resolve_all(cols, search.knobs);
+        perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces,
+                                  space_embeddings, space_weights);
+        -- One collection with only the common stages: plain. Anything else:
+        -- every stage's own function.
+        if cardinality(cols) = 1 and query_tokens is null and spaces is null and space_embeddings is null
+           and space_weights is null then
+            select * into plan from sift._plain_plan(cols[1], ks[1], search.query_embedding is not null);
+            plain := found;
+            col := cols[1];
+            k := ks[1];
+        end if;
+        if not plain then
+            return query select * from sift._staged_search(cols, ks, search.query_text, search.query_embedding,
+                                                           search.match_count, search.filter, search.query_tokens,
+                                                           search.spaces, search.space_embeddings,
+                                                           search.space_weights);
             return;
         end if;
     end if;
-    cols := sift._collections(search.collection, search.collections);
-    ks := sift._resolve_all(cols, search.knobs);
-    perform sift._check_query(cols, ks, query_text, query_embedding, match_count, filter, spaces, space_embeddings,
-                              space_weights);
-    -- One collection with only the common stages: each leg once and one
-    -- statement after them. Anything else: every stage's own function.
-    if cardinality(cols) = 1 and query_tokens is null and spaces is null and space_embeddings is null
-       and space_weights is null then
-        select * into plan from sift._plain_plan(cols[1], ks[1], search.query_embedding is not null);
-        if found then
-            return query select * from sift._plain_search(cols[1], ks[1], search.query_text, search.query_embedding,
-                                                          search.match_count, search.filter, plan.space,
-                                                          plan.exact, plan.iterative);
-            return;
-        end if;
+    -- Plain: each leg once (sift._plain_legs), then one statement for the
+    -- fusion, the finalize stages and the hits' text (sift._plain_hits;
+    -- sift._plain_hits_adjusted when a stage that rescales a chunk's score
+    -- against another's is on).
+    l := sift._plain_legs(col, k, search.query_text, search.query_embedding, search.match_count, search.filter,
+                          plan.space, plan.exact, plan.iterative);
+    if (k.recency_field is null or k.recency_weight = 0) and k.score_threshold is null
+       and k.query_language is null then
+        return query
+        select * from sift._plain_hits(col, k, search.match_count, l.dense_ids, l.dense_raw, l.lexical_ids,
+                                       l.lexical_raw, l.w, l.legs, l.lexical_query::text, l.configs, l.lexical_exact,
+                                       (plan.space).name::text, case when k.rerank then col.reranker_alias::text end);
+    else
+        return query
+        select * from sift._plain_hits_adjusted(col, k, search.match_count, l.dense_ids, l.dense_raw, l.lexical_ids,
+                                                l.lexical_raw, l.w, l.legs, l.lexical_query::text, l.configs,
+                                                l.lexical_exact, (plan.space).name::text,
+                                                case when k.rerank then col.reranker_alias::text end);
     end if;
-    return query select * from sift._staged_search(cols, ks, search.query_text, search.query_embedding,
-                                                   search.match_count, search.filter, search.query_tokens,
-                                                   search.spaces, search.space_embeddings, search.space_weights);
 end;
 $$;
 comment on function sift.search(text, text, @extschema:vector@.vector, integer, jsonb, jsonb, text[],

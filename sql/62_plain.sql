@@ -341,7 +341,7 @@ comment on function sift._plain_hits_adjusted(sift.collections, sift.knob_set, i
     'the score threshold: each chunk''s score rescaled before the cap, the translations and the order.';
 
 
-create or replace function sift._plain_search(
+create or replace function sift._plain_legs(
     col             sift.collections,
     knobs           sift.knob_set,
     query_text      text,
@@ -350,70 +350,61 @@ create or replace function sift._plain_search(
     filter          jsonb,
     space           sift.vector_spaces,
     exact           boolean,
-    iterative       boolean)
-returns setof sift.hit
+    iterative       boolean,
+    out dense_ids     bigint[],
+    out dense_raw     double precision[],
+    out lexical_ids   bigint[],
+    out lexical_raw   double precision[],
+    out w             double precision,
+    out legs          text[],
+    out lexical_query tsquery,
+    out configs       text[],
+    out lexical_exact boolean)
 language plpgsql stable security invoker
 set search_path = pg_catalog, pg_temp
 as $$
 declare
-    n         integer := greatest(knobs.fetch_k, match_count);
-    w         double precision := knobs.dense_weight;
-    ran       text[] := '{}';
-    tsq       tsquery;
-    terms     text[];
-    lift      tsquery;
-    sink      tsquery;
-    configs   text[];
-    dense_ids bigint[];
-    dense_raw double precision[];
-    lex_ids   bigint[];
-    lex_raw   double precision[];
-    lex_exact boolean;
+    n     integer := greatest(knobs.fetch_k, match_count);
+    terms text[];
+    lift  tsquery;
+    sink  tsquery;
 begin
-    -- The legs sift._legs would run: the text is parsed only when the lexical
-    -- leg can run (hybrid on, or no embedding).
+    -- The legs sift._legs would run, each once for its top n (fetch_k, at
+    -- least match_count): the text is parsed only when the lexical leg can
+    -- run (hybrid on, or no embedding).
+    legs := '{}';
+    w := knobs.dense_weight;
     if (knobs.hybrid or query_embedding is null) and query_text <> '' then
         select x.legs, x.lexical_query, x.lexical_terms, x.lift, x.sink, x.configs
-        into ran, tsq, terms, lift, sink, configs
+        into legs, lexical_query, terms, lift, sink, configs
         from sift._legs(col, knobs, query_text, query_embedding is not null) x;
     elsif query_embedding is not null then
-        ran := array['dense'];
+        legs := array['dense'];
     end if;
-    if not ('lexical' = any (ran)) then w := 1; end if;
-    if not ('dense' = any (ran)) then w := 0; end if;
+    if not ('lexical' = any (legs)) then w := 1; end if;
+    if not ('dense' = any (legs)) then w := 0; end if;
 
-    if 'dense' = any (ran) then
+    if 'dense' = any (legs) then
         select d.ids, d.dists into dense_ids, dense_raw
         from sift._dense_ids(array[col.collection_id], space.dimensions, space.distance, query_embedding,
-                                 sift.filter_path(filter), n, _plain_search.exact,
+                                 sift.filter_path(filter), n, _plain_legs.exact,
                                  case when space.builtin then null else space.space_id end,
                                  space.dense_precision = 'half',
                                  sift._space_own_index(space),
                                  knobs.hnsw_ef_search, iterative) d;
     end if;
-    if 'lexical' = any (ran) then
-        select x.ids, x.raws, x.exact into lex_ids, lex_raw, lex_exact
-        from sift._lexical_ids(col, knobs, tsq, terms, filter, n, lift, sink) x;
-    end if;
-    -- The stages that rescale a chunk's score against another's, when one is on.
-    if (knobs.recency_field is null or knobs.recency_weight = 0) and knobs.score_threshold is null
-       and knobs.query_language is null then
-        return query
-        select * from sift._plain_hits(col, knobs, match_count, dense_ids, dense_raw, lex_ids, lex_raw, w, ran,
-                                       tsq::text, configs, lex_exact, space.name::text,
-                                       case when knobs.rerank then col.reranker_alias::text end);
-    else
-        return query
-        select * from sift._plain_hits_adjusted(col, knobs, match_count, dense_ids, dense_raw, lex_ids, lex_raw, w,
-                                                ran, tsq::text, configs, lex_exact, space.name::text,
-                                                case when knobs.rerank then col.reranker_alias::text end);
+    if 'lexical' = any (legs) then
+        select x.ids, x.raws, x.exact into lexical_ids, lexical_raw, lexical_exact
+        from sift._lexical_ids(col, knobs, lexical_query, terms, filter, n, lift, sink) x;
     end if;
 end;
 $$;
-comment on function sift._plain_search(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer,
+comment on function sift._plain_legs(sift.collections, sift.knob_set, text, @extschema:vector@.vector, integer,
     jsonb, sift.vector_spaces, boolean, boolean) is
-    'Internal: a plain search of one collection (sift._plain_plan, whose space, exact and iterative '
-    'it takes): each leg once, then sift._plain_hits (sift._plain_hits_adjusted when a score is rescaled).';
+    'Internal: a plain search''s legs (sift._plain_plan gives space, exact and iterative), each once for '
+    'its top max(fetch_k, match_count): their ranked ids and raw scores, the dense weight fusion uses '
+    '(1 or 0 when one leg ran alone), the legs run, the lexical query and configurations, and whether '
+    'the lexical top n is proven.';
 
 
 create or replace function sift._plain_plan(col sift.collections, knobs sift.knob_set, dense boolean)
@@ -441,7 +432,7 @@ as $$
       and not exists (select 1 from sift.question_vectors q where q.collection_id = col.collection_id)
 $$;
 comment on function sift._plain_plan(sift.collections, sift.knob_set, boolean) is
-    'Internal: whether a search of one collection is plain (sift._plain_search) and, when it is, '
+    'Internal: whether a search of one collection is plain (sift._plain_legs, then sift._plain_hits) and, when it is, '
     'its dense leg''s space and, when it has an embedding (dense), whether that leg scans exactly and '
     'whether pgvector walks iteratively; '
     'no row when a stage it uses needs the staged pipeline.';

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
 
 # The functions whose calls the picture must show in full: the search's path, stage by stage.
-STAGES = ("search", "_plain_search", "_staged_search", "_late_pool", "_candidates", "_pool", "_hits",
+STAGES = ("search", "_plain_legs", "_staged_search", "_late_pool", "_candidates", "_pool", "_hits",
           "_finalize", "_dense_ids", "_space_dense_ids", "_question_ids")
 # What those call that is no stage of its own: a helper the picture leaves out, and why.
 HELPERS = {

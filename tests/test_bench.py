@@ -696,7 +696,7 @@ def test_run_profile_times_every_call_and_splits_a_search_by_function(db, toy: P
         prof = result["profiles"][mode]
         # Every search went through sift.search once, and through its plain path.
         assert prof["functions"]["search"]["calls"] == 1
-        assert prof["functions"]["_plain_search"]["calls"] == 1
+        assert prof["functions"]["_plain_legs"]["calls"] == 1
         assert prof["search_ms"] > prof["legs_ms"] > 0
         assert prof["outside_legs_ms"] == pytest.approx(prof["search_ms"] - prof["legs_ms"])
         assert prof["read_hits_ms"] > 0

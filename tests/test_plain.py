@@ -1,4 +1,4 @@
-"""The plain search (sift._plain_search) against the staged pipeline it stands in for.
+"""The plain search (sift._plain_legs, sift._plain_hits) against the staged pipeline it stands in for.
 
 A search of one collection that uses only the common stages runs each leg once and
 one statement after them; every other search runs each stage's own function

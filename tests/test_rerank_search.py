@@ -376,7 +376,7 @@ async def test_async_search_reranks_too(kb, db, dsn):
 
 # -- one retrieval: the pool is fetched once -------------------------------------------------------
 
-RETRIEVAL = ("search", "rerank_pool", "candidates", "_candidates", "_pool", "_plain_search", "_staged_search")
+RETRIEVAL = ("search", "rerank_pool", "candidates", "_candidates", "_pool", "_plain_legs", "_staged_search")
 
 
 def function_calls(db) -> Counter:
@@ -465,7 +465,7 @@ def test_a_plain_search_is_still_one_statement(kb, db, monkeypatch):
         called = function_calls(db) - before
         assert (len(result) > 0) == (query == QUERY) and result.rerank is None
         assert seen["statements"] == [queries.SEARCH_UNLESS_RERANKED] and seen["round_trips"] == ["Sync"]
-        assert {f: called[f] for f in RETRIEVAL if called[f]} == {"search": 1, "_plain_search": 1}
+        assert {f: called[f] for f in RETRIEVAL if called[f]} == {"search": 1, "_plain_legs": 1}
 
 
 def test_reranking_switched_off_between_the_two_statements_still_answers(kb, db, dsn, monkeypatch):

@@ -374,6 +374,12 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
         ("forged_plain_ready_switch", rows("select (r.col).collection_id, (r.col).tenant, (r.col).name "
                                            "from sift._plain_ready(%s, %s::text::public.vector, 10, "
                                            "'{\"hybrid\": false}') r", [name, vec])),
+        # a collection row and a space forged with another tenant's collection id and tenant
+        ("forged_plain_legs", rows("select u.chunk_id from (values (true), (false)) e(exact), sift._plain_legs("
+                                   + FORGED_COL + ", " + FORGED_KNOBS + ", 'alpha bravo', %s::text::public.vector, "
+                                   "10, '{}', " + FORGED_SPACE + ", e.exact, false) l, "
+                                   "unnest(l.dense_ids || l.lexical_ids) as u(chunk_id)",
+                                   [col_id, other, vec, col_id])),
         ("forged_plain_backfill", rows("select b.id as chunk_id, b.doc as document_id, b.* "
                                        "from sift._plain_backfill(null, 10, %s::bigint[], null, null, null, null) b",
                                        [chunk_ids])),
@@ -470,6 +476,16 @@ def _foreign_rows(label: str, result: Any, foe: dict[str, list[Any]]) -> list[An
         if foreign_id or foreign_tenant or foreign_text:
             found.append(row)
     return found
+
+
+# Another tenant's collection as a row value (its id and tenant given), with the default knobs and
+# its built-in space: what an internal function taking a collection row is given when forged.
+FORGED_COL = ("jsonb_populate_record(null::sift.collections, jsonb_build_object('collection_id', %s::bigint, "
+              "'tenant', %s::text, 'name', 'forged', 'embedding_dims', 8, 'distance', 'cosine'))")
+FORGED_KNOBS = "sift._merge_knobs('{}', 'forged', '{}')"
+FORGED_SPACE = ("jsonb_populate_record(null::sift.vector_spaces, jsonb_build_object('collection_id', %s::bigint, "
+                "'name', 'default', 'dimensions', 8, 'distance', 'cosine', 'builtin', true, 'active', true, "
+                "'dense_precision', 'full'))")
 
 
 def test_isolation_suite(db, connect_as, tenants, figure):
