@@ -335,6 +335,92 @@ comment on function sift._page_start(sift.collections[], jsonb, text, text, @ext
     'lost-in-the-middle orders its pages (SF003 for a page_size out of range, SF012 for a bad cursor).';
 
 
+create or replace function sift._staged_page(
+    cols sift.collections[], knobs sift.knob_set[], query_text text, query_embedding @extschema:vector@.vector,
+    filter jsonb, page_size integer, fingerprint text, window_size integer, served integer, seen bigint[],
+    litm boolean)
+returns setof sift.hit
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    w      integer := window_size;
+    pool   sift.candidate[];
+    choice record;
+    more   boolean;
+begin
+    -- The window ranked through every stage's own function (the arguments
+    -- checked by the caller), as sift._staged_search ranks a search.
+    pool := array(select c from sift._candidates(cols, knobs, query_text, query_embedding, w, filter) c
+                  order by c.fused_rank);
+    choice := sift._reranker_choice(cols, knobs);
+    -- More could be ranked past the window when the pool is larger than it, or
+    -- a leg came back full (it stopped at its limit, not at its last match).
+    more := coalesce(cardinality(pool), 0) > w or exists (
+        select 1 from unnest(pool) c
+        join generate_subscripts(cols, 1) as i on (cols[i]).name = c.collection_name
+        where c.dense_rank >= greatest((knobs[i]).fetch_k, w) or c.lexical_rank >= greatest((knobs[i]).fetch_k, w));
+    return query
+    select * from sift._page(
+        array(select h from sift._hits(cols, knobs, pool,
+                                       array(select c.chunk_id from unnest(pool) c order by c.fused_rank),
+                                       array(select c.score from unnest(pool) c order by c.fused_rank),
+                                       w, null, choice.alias, choice.refused, query_text) h),
+        page_size, 'search', fingerprint, w, served, seen, litm, more);
+end;
+$$;
+comment on function sift._staged_page(sift.collections[], sift.knob_set[], text, @extschema:vector@.vector, jsonb,
+    integer, text, integer, integer, bigint[], boolean) is
+    'Internal: a page of sift.search_page whose window is ranked through every stage''s own function '
+    '(sift._candidates, sift._hits), then cut (sift._page): what it runs when the search is not plain.';
+
+
+create or replace function sift._plain_page(
+    col sift.collections, knobs sift.knob_set, query_text text, query_embedding @extschema:vector@.vector,
+    filter jsonb, space sift.vector_spaces, exact boolean, iterative boolean, page_size integer,
+    fingerprint text, window_size integer, served integer, seen bigint[], litm boolean)
+returns setof sift.hit
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    n    integer := greatest(knobs.fetch_k, window_size);
+    l    record := sift._plain_legs(col, knobs, query_text, query_embedding, window_size, filter, space, exact,
+                                    iterative);
+    more boolean;
+    hits sift.hit[];
+begin
+    -- A plain search of the window (sift.search's plain statements, with
+    -- match_count the window), then cut. More could be ranked past it when the
+    -- legs' pool is larger than it, or a leg came back full.
+    more := coalesce(cardinality(l.dense_ids), 0) >= n or coalesce(cardinality(l.lexical_ids), 0) >= n
+            or (select count(*) from (select unnest(l.dense_ids) union select unnest(l.lexical_ids)) p) > window_size;
+    if (knobs.recency_field is null or knobs.recency_weight = 0) and knobs.score_threshold is null
+       and knobs.query_language is null then
+        hits := array(select h from sift._plain_hits(col, knobs, window_size, l.dense_ids, l.dense_raw,
+                                                     l.lexical_ids, l.lexical_raw, l.w, l.legs,
+                                                     l.lexical_query::text, l.configs, l.lexical_exact,
+                                                     space.name::text,
+                                                     case when knobs.rerank then col.reranker_alias::text end) h);
+    else
+        hits := array(select h from sift._plain_hits_adjusted(col, knobs, window_size, l.dense_ids, l.dense_raw,
+                                                              l.lexical_ids, l.lexical_raw, l.w, l.legs,
+                                                              l.lexical_query::text, l.configs, l.lexical_exact,
+                                                              space.name::text,
+                                                              case when knobs.rerank then col.reranker_alias::text
+                                                              end) h);
+    end if;
+    return query
+    select * from sift._page(hits, page_size, 'search', fingerprint, window_size, served, seen, litm, more);
+end;
+$$;
+comment on function sift._plain_page(sift.collections, sift.knob_set, text, @extschema:vector@.vector, jsonb,
+    sift.vector_spaces, boolean, boolean, integer, text, integer, integer, bigint[], boolean) is
+    'Internal: a page of sift.search_page when the search is plain (sift._plain_plan): the window '
+    'ranked by the plain path''s statements (sift._plain_legs, sift._plain_hits), the same rows as '
+    'sift._staged_page''s, then cut (sift._page).';
+
+
 create or replace function sift.search_page(
     collection      text default null,
     query_text      text default '',
@@ -354,28 +440,25 @@ declare
                                       search_page.query_embedding, search_page.filter, search_page.page_size,
                                       search_page.cursor);
     ks     sift.knob_set[] := st.ks;
-    w      integer := st.window_size;
-    pool   sift.candidate[];
-    choice record;
-    more   boolean;
+    plan   record;
 begin
-    perform sift._check_query(cols, ks, query_text, query_embedding, w, filter);
-    pool := array(select c from sift._candidates(cols, ks, query_text, query_embedding, w, filter) c
-                  order by c.fused_rank);
-    choice := sift._reranker_choice(cols, ks);
-    -- More could be ranked past the window when the pool is larger than it, or
-    -- a leg came back full (it stopped at its limit, not at its last match).
-    more := coalesce(cardinality(pool), 0) > w or exists (
-        select 1 from unnest(pool) c
-        join generate_subscripts(cols, 1) as i on (cols[i]).name = c.collection_name
-        where c.dense_rank >= greatest((ks[i]).fetch_k, w) or c.lexical_rank >= greatest((ks[i]).fetch_k, w));
-    return query
-    select * from sift._page(
-        array(select h from sift._hits(cols, ks, pool,
-                                       array(select c.chunk_id from unnest(pool) c order by c.fused_rank),
-                                       array(select c.score from unnest(pool) c order by c.fused_rank),
-                                       w, null, choice.alias, choice.refused, search_page.query_text) h),
-        page_size, 'search', st.fingerprint, w, st.served, st.seen, st.litm, more);
+    perform sift._check_query(cols, ks, query_text, query_embedding, st.window_size, filter);
+    -- One collection with only the common stages: its window ranked by the
+    -- plain path's statements (a page then costs what a search of the window
+    -- costs); anything else through every stage's own function.
+    if cardinality(cols) = 1 then
+        select * into plan from sift._plain_plan(cols[1], ks[1], search_page.query_embedding is not null);
+        if found then
+            return query select * from sift._plain_page(cols[1], ks[1], search_page.query_text,
+                                                        search_page.query_embedding, search_page.filter, plan.space,
+                                                        plan.exact, plan.iterative, search_page.page_size,
+                                                        st.fingerprint, st.window_size, st.served, st.seen, st.litm);
+            return;
+        end if;
+    end if;
+    return query select * from sift._staged_page(cols, ks, search_page.query_text, search_page.query_embedding,
+                                                 search_page.filter, search_page.page_size, st.fingerprint,
+                                                 st.window_size, st.served, st.seen, st.litm);
 end;
 $$;
 comment on function sift.search_page(text, text, @extschema:vector@.vector, integer, text, jsonb, jsonb, text[]) is

@@ -146,6 +146,58 @@ def test_pages_concatenate_to_one_ranking_of_the_window(kb, db, shape, several, 
     figure("pages checked against the window", pages_checked)
 
 
+BOTH_PAGES = """
+select (select array_agg(to_jsonb(h) order by h.rank)
+        from sift._plain_page(c, st.ks[1], %(q)s, %(e)s::vector, %(f)s, p.space, p.exact, p.iterative, %(n)s,
+                              st.fingerprint, st.window_size, st.served, st.seen, st.litm) h),
+       (select array_agg(to_jsonb(h) order by h.rank)
+        from sift._staged_page(array[c], st.ks, %(q)s, %(e)s::vector, %(f)s, %(n)s, st.fingerprint,
+                               st.window_size, st.served, st.seen, st.litm) h)
+from sift.collections c
+cross join lateral sift._page_start(array[c], %(k)s, 'search', %(q)s, %(e)s::vector, %(f)s, %(n)s, %(cursor)s) st
+cross join lateral sift._plain_plan(c, st.ks[1], %(e)s::vector is not null) p
+where c.name = 'pages'
+"""
+
+
+def test_a_plain_window_pages_as_every_stage_does(kb, db, figure):
+    """One collection with only the common stages: search_page ranks its window with the plain
+    path's statements (sift._plain_page). Page after page, its rows, cursors and ends equal
+    those of every stage's own function (sift._staged_page) for the same request, and what
+    search_page serves; the ends include both a full window and a pool the legs exhausted."""
+    rng = np.random.default_rng(11)
+    compared = 0
+    ends: set[str] = set()
+    for knobs in KNOB_SETS:
+        plain = db.execute("select count(*) from sift._plain_plan((select c from sift.collections c "
+                           "where c.name = 'pages'), sift._resolve_knobs((select c from sift.collections c "
+                           "where c.name = 'pages'), %s), true)", [Jsonb(knobs)]).fetchone()[0]
+        if "boost" in knobs or not plain:
+            continue
+        for shape, flt, sizes in itertools.product(("both", "text", "vector"), ({}, {"n": 3}), ([7], [100])):
+            args = query_args(shape, rng)
+            params = {"q": args.get("query_text", ""), "e": args.get("query_embedding"), "f": Jsonb(flt),
+                      "k": Jsonb(knobs), "cursor": None}
+            where = {"collection": "pages", "query_text": params["q"], "query_embedding": params["e"],
+                     "filter": Jsonb(flt)}
+            for i in itertools.count():
+                params["n"] = sizes[0]
+                got, want = db.execute(BOTH_PAGES, params).fetchone()
+                assert got == want, (knobs, shape, flt, sizes, i)
+                served = rows(db, "search_page", **where, page_size=sizes[0], cursor=params["cursor"], knobs=knobs)
+                assert [h["chunk_id"] for h in served] == [h["chunk_id"] for h in sorted(
+                    got or [], key=lambda h: h["position"])], (knobs, shape, flt, sizes, i)
+                compared += 1
+                tail = max(got or [], key=lambda h: h["rank"], default=None)
+                if tail is None or tail["cursor"] is None:
+                    ends.add(tail["cursor_end"] if tail else "empty")
+                    break
+                params["cursor"] = tail["cursor"]
+                assert i < 100
+    figure("pages of a plain window compared with every stage's functions", compared)
+    assert compared > 100 and {"window", "exhausted"} <= ends
+
+
 def test_the_same_request_said_another_way_continues(kb, db):
     vec = "[" + ",".join(["0.5"] * DIMS) + "]"
     base = {"collections": ["pages", "pages-b"], "query_text": "alpha", "query_embedding": vec}

@@ -380,6 +380,13 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                                    "10, '{}', " + FORGED_SPACE + ", e.exact, false) l, "
                                    "unnest(l.dense_ids || l.lexical_ids) as u(chunk_id)",
                                    [col_id, other, vec, col_id])),
+        ("forged_plain_page", rows("select h.* from (values (true), (false)) e(exact), sift._plain_page("
+                                   + FORGED_COL + ", " + FORGED_KNOBS + ", 'alpha', %s::text::public.vector, '{}', "
+                                   + FORGED_SPACE + ", e.exact, false, 5, repeat('0', 32), 20, 0, '{}', false) h",
+                                   [col_id, other, vec, col_id])),
+        ("forged_staged_page", rows("select h.* from sift._staged_page(array[" + FORGED_COL + "], array["
+                                    + FORGED_KNOBS + "], 'alpha', %s::text::public.vector, '{}', 5, repeat('0', 32), "
+                                    "20, 0, '{}', false) h", [col_id, other, vec])),
         ("forged_plain_backfill", rows("select b.id as chunk_id, b.doc as document_id, b.* "
                                        "from sift._plain_backfill(null, 10, %s::bigint[], null, null, null, null) b",
                                        [chunk_ids])),
