@@ -432,10 +432,10 @@ as $$
       and not exists (select 1 from sift.question_vectors q where q.collection_id = col.collection_id)
 $$;
 comment on function sift._plain_plan(sift.collections, sift.knob_set, boolean) is
-    'Internal: whether a search of one collection is plain (sift._plain_legs, then sift._plain_hits) and, when it is, '
-    'its dense leg''s space and, when it has an embedding (dense), whether that leg scans exactly and '
-    'whether pgvector walks iteratively; '
-    'no row when a stage it uses needs the staged pipeline.';
+    'Internal: whether a search of one collection is plain (sift._plain_legs, then sift._plain_hits) '
+    'and, when it is, its dense leg''s space and, when it has an embedding (dense), whether that leg '
+    'scans exactly and whether pgvector walks iteratively; no row when a stage it uses needs the '
+    'staged pipeline.';
 
 
 create or replace function sift._plain_ready(collection text, query_embedding @extschema:vector@.vector,
