@@ -199,6 +199,11 @@ def attacks(conn: psycopg.Connection, tenant: str, foe: dict[str, list[Any]],
                          [vec, chunk_ids])),
         ("candidates", rows("select * from sift.candidates(%s, 'alpha')", [name])),
         ("search_page", rows("select * from sift.search_page(%s, 'alpha', %s::text::public.vector)", [name, vec])),
+        # a switch takes the one-statement path, which looks the name up in the caller's tenant only
+        ("search_switch", rows("select * from sift.search(%s, 'alpha', %s::text::public.vector, "
+                               "knobs => '{\"hybrid\": false}')", [name, vec])),
+        ("search_switch_foreign", rows("select * from sift.search('docs', 'alpha', %s::text::public.vector, "
+                                       "knobs => %s)", [vec, Jsonb({"hybrid": {name: False}})])),
         ("search_page_foreign", rows("select * from sift.search_page('docs', 'alpha', page_size => 2, cursor => %s)",
                                      [rng.choice(foe["cursors"])])),
         ("finalize_page", rows("select * from sift.finalize_page('docs', %s)", [chunk_ids])),
