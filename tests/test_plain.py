@@ -224,6 +224,12 @@ def test_the_common_call_takes_one_statement_and_the_full_paths_answer(db, plain
         fast = _outcome(db, {**params, "k": Jsonb({})})
         assert fast[0] == state, (change, fast)
         assert fast == _outcome(db, {**params, "k": Jsonb(FULL)}), change
+    # The text's limit at its edge: both paths hold the same one (sift.search checks it before the
+    # one statement, sift._check_query on the full path).
+    for size, state in ((1_000_000, "rows"), (1_000_001, "SF003")):
+        params = {**base, "q": ("alpha " * size)[:size]}
+        fast = _outcome(db, {**params, "k": Jsonb({})})
+        assert fast[0] == state and fast == _outcome(db, {**params, "k": Jsonb(FULL)}), size
     # A malformed filter passes the one statement and is refused right after it, as the full
     # path refuses it, with or without anything to search with.
     for params in ({**base, "f": Jsonb({"$bogus": 1})}, {**base, "q": "", "e": None, "f": Jsonb({"$bogus": 1})}):
